@@ -1,0 +1,1 @@
+"""The data layer of the graph: plain async functions that take a connection and never commit."""

@@ -1,0 +1,59 @@
+"""Users of an organization. Deleting one cascades to its interactions, memories and own agents."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, exists, insert, literal, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg.ids import new_short_id
+from memora_pg.models import User
+from memora_pg.schema import organizations, users
+
+
+async def create(conn: AsyncConnection, *, org_id: str, user_name: str) -> User | None:
+    """The new user, or None when the organization does not exist."""
+    org_exists = exists().where(organizations.c.org_id == org_id)
+    stmt = (
+        insert(users)
+        .from_select(
+            ["org_id", "user_id", "user_name"],
+            select(literal(org_id), literal(new_short_id()), literal(user_name)).where(org_exists),
+        )
+        .returning(*users.c)
+    )
+    row = (await conn.execute(stmt)).one_or_none()
+    return User.model_validate(row._asdict()) if row else None
+
+
+async def rename(conn: AsyncConnection, *, org_id: str, user_id: str, user_name: str) -> User | None:
+    stmt = (
+        update(users)
+        .where(users.c.org_id == org_id, users.c.user_id == user_id)
+        .values(user_name=user_name)
+        .returning(*users.c)
+    )
+    row = (await conn.execute(stmt)).one_or_none()
+    return User.model_validate(row._asdict()) if row else None
+
+
+async def get(conn: AsyncConnection, *, org_id: str, user_id: str) -> User | None:
+    stmt = select(users).where(users.c.org_id == org_id, users.c.user_id == user_id)
+    row = (await conn.execute(stmt)).one_or_none()
+    return User.model_validate(row._asdict()) if row else None
+
+
+async def list_for_org(conn: AsyncConnection, *, org_id: str, skip: int = 0, limit: int | None = None) -> list[User]:
+    stmt = (
+        select(users)
+        .where(users.c.org_id == org_id)
+        .order_by(users.c.created_at, users.c.user_id)
+        .offset(skip)
+        .limit(limit)
+    )
+    return [User.model_validate(row._asdict()) for row in await conn.execute(stmt)]
+
+
+async def delete_one(conn: AsyncConnection, *, org_id: str, user_id: str) -> bool:
+    """Delete the user; foreign keys cascade to its interactions, memories and user-specific agents."""
+    result = await conn.execute(delete(users).where(users.c.org_id == org_id, users.c.user_id == user_id))
+    return result.rowcount > 0

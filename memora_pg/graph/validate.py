@@ -1,0 +1,74 @@
+"""Argument checks with upstream Memora's exact messages (memora-semantics.md §5.1).
+
+Each raises :class:`InvalidInputError`, a ``ValueError`` and a ``TypeError`` at once, before
+any database work.
+"""
+
+from __future__ import annotations
+
+from memora_pg.errors import InvalidInputError
+
+ORG_NAME = "`org_name` must be a string and have a value."
+ORG_ID = "`org_id` must be a string and have a value."
+ORG_AND_NEW_NAME = "Both `org_id` and `new_org_name` must be a string and have a value."
+ORG_AND_AGENT_LABEL = "Both `org_id` and `agent_label` must be a string and have a value."
+AGENT_USER_ID = "`user_id` must be a string."
+UPDATE_AGENT = "`org_id`, `agent_id` and `new_agent_name` must be strings and have a value."
+ORG_AND_AGENT = "`org_id` and `agent_id` must be strings and have a value."
+ORG_AND_USER = "`org_id` and `user_id` must be strings and have a value."
+ORG_AND_USER_NAME = "Both `org_id` and `user_name` must be a string and have a value."
+UPDATE_USER = "`org_id`, `user_id` and `new_user_name` must be strings and have a value."
+ORG_USER_AGENT = "`org_id`, `user_id` and `agent_id` must be strings and have a value."
+ORG_USER_INTERACTION = "`org_id`, `user_id` and `interaction_id` must be strings and have a value."
+SKIP_LIMIT = "`skip` and `limit` must be integers."
+SKIP_LIMIT_NEGATIVE = "`skip` and `limit` must not be negative."
+ORG_USER_MEMORY = "`org_id`, `user_id` and `memory_id` must be strings and have a value."
+AGENT_ID = "`agent_id` must be a string."
+
+# Names and ids are stored as PostgreSQL text, which cannot hold a NUL character.
+MAX_NAME_LENGTH = 10_000
+
+
+def has_value(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def require(message: str, *values: object) -> None:
+    """Every value must be a non-empty string without NUL characters."""
+    if not all(has_value(value) for value in values):
+        raise InvalidInputError(message)
+    for value in values:
+        no_nul(value, "ids and names")  # type: ignore[arg-type]
+
+
+def no_nul(value: str, what: str) -> None:
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} must not contain NUL characters (PostgreSQL text cannot store them).")
+
+
+def require_name(message: str, name: object) -> None:
+    require(message, name)
+    assert isinstance(name, str)
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidInputError(f"Names are limited to {MAX_NAME_LENGTH} characters.")
+
+
+def optional_id(message: str, value: object) -> str | None:
+    """Upstream's rule for optional ids: falsy means absent, anything else must be a string."""
+    if not value:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(message)
+    no_nul(value, "ids")
+    return value
+
+
+def paging(skip: object, limit: object) -> tuple[int, int]:
+    # bool is an int in Python; a flag passed as skip or limit is a caller's mistake
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (skip, limit)):
+        raise InvalidInputError(SKIP_LIMIT)
+    assert isinstance(skip, int)
+    assert isinstance(limit, int)
+    if skip < 0 or limit < 0:
+        raise InvalidInputError(SKIP_LIMIT_NEGATIVE)
+    return skip, limit

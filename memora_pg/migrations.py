@@ -1,0 +1,174 @@
+"""Alembic, driven by memora_pg's settings: the schema name, the embedding dimension, HNSW parameters.
+
+Migrations are the schema. ``upgrade()`` brings a database to head from a running program
+(what ``setup()`` calls); the ``alembic`` command line and ``alembic upgrade head --sql``
+use the same ``env.py`` through :func:`run_env`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic.config import Config
+from alembic.runtime.environment import EnvironmentContext
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from alembic import command
+from memora_pg import schema as tables
+from memora_pg.config import Settings
+
+
+@dataclass(frozen=True)
+class MigrationOptions:
+    """What a migration script may depend on besides the SQL it runs."""
+
+    schema: str = "memora"
+    dimensions: int = 384
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+
+    @classmethod
+    def from_settings(cls, settings: Settings, dimensions: int | None = None) -> MigrationOptions:
+        return cls(
+            schema=settings.db_schema,
+            dimensions=dimensions or settings.embedding_dimensions,
+            hnsw_m=settings.hnsw_m,
+            hnsw_ef_construction=settings.hnsw_ef_construction,
+        )
+
+
+_OPTIONS_KEY = "memora_pg_options"
+
+
+def script_location() -> Path:
+    """The migration scripts: shipped inside the wheel, or the repository's ``alembic/`` in a checkout."""
+    packaged = Path(__file__).parent / "_alembic"
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "alembic"
+
+
+def alembic_config(options: MigrationOptions, connection: Connection | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(script_location()))
+    config.attributes[_OPTIONS_KEY] = options
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def options() -> MigrationOptions:
+    """The options of the running migration; called by the scripts in ``alembic/versions``."""
+    from alembic import context
+
+    found = context.config.attributes.get(_OPTIONS_KEY)
+    return found if isinstance(found, MigrationOptions) else MigrationOptions()
+
+
+def _advisory_key(schema: str) -> str:
+    return f"memora_pg migrations {schema}"
+
+
+async def upgrade(engine: AsyncEngine, options: MigrationOptions, revision: str = "head") -> None:
+    """Bring the database to ``revision`` in one transaction; safe from several processes at once.
+
+    A transaction-scoped advisory lock serialises concurrent callers: the second waits, then
+    finds the schema at head and does nothing. ``CREATE EXTENSION`` and ``CREATE SCHEMA``
+    would otherwise race.
+    """
+    async with engine.begin() as conn:
+        await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": _advisory_key(options.schema)})
+        await conn.run_sync(_run_command, options, "upgrade", revision)
+
+
+async def downgrade(engine: AsyncEngine, options: MigrationOptions, revision: str = "base") -> None:
+    async with engine.begin() as conn:
+        await conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": _advisory_key(options.schema)})
+        await conn.run_sync(_run_command, options, "downgrade", revision)
+
+
+def _run_command(connection: Connection, options: MigrationOptions, name: str, revision: str) -> None:
+    config = alembic_config(options, connection)
+    getattr(command, name)(config, revision)
+
+
+async def current_revision(conn: AsyncConnection, schema: str) -> str | None:
+    """The alembic revision the database is at, or None for a database without the schema."""
+    exists = await conn.scalar(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": f'"{schema}".alembic_version'})
+    if not exists:
+        return None
+    version: str | None = await conn.scalar(text(f'SELECT version_num FROM "{schema}".alembic_version'))
+    return version
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config(MigrationOptions())).get_current_head()
+    assert head is not None
+    return head
+
+
+# --- env.py ---------------------------------------------------------------------------------
+
+
+def _compare_type(context: Any, inspected: Any, metadata: Any, inspected_type: Any, metadata_type: Any) -> bool | None:
+    # The model's vector column has no dimension (a deployment setting): compare only the kind.
+    if isinstance(metadata_type, VECTOR):
+        return not isinstance(inspected_type, VECTOR)
+    return None
+
+
+def run_env(context: EnvironmentContext) -> None:
+    """The body of ``alembic/env.py``: online with a shared connection or a URL, or offline (--sql)."""
+    opts = context.config.attributes.get(_OPTIONS_KEY)
+    if not isinstance(opts, MigrationOptions):
+        opts = MigrationOptions.from_settings(Settings())
+        context.config.attributes[_OPTIONS_KEY] = opts
+    configure: dict[str, Any] = {
+        "target_metadata": tables.metadata_in(opts.schema),
+        "version_table_schema": opts.schema,
+        "include_schemas": True,
+        "include_name": lambda name, type_, parents: type_ != "schema" or name == opts.schema,
+        "compare_type": _compare_type,
+    }
+
+    def run(connection: Connection | None) -> None:
+        if connection is not None:
+            context.configure(connection=connection, **configure)
+        else:
+            context.configure(
+                url="postgresql://", literal_binds=True, dialect_opts={"paramstyle": "named"}, **configure
+            )
+        with context.begin_transaction():
+            context.execute(f'CREATE SCHEMA IF NOT EXISTS "{opts.schema}"')
+            context.run_migrations()
+
+    if context.is_offline_mode():
+        run(None)
+        return
+    shared = context.config.attributes.get("connection")
+    if shared is not None:
+        run(shared)
+        return
+    asyncio.run(_run_online_from_settings(run))
+
+
+async def _run_online_from_settings(run: Any) -> None:
+    from memora_pg.db import create_engine_from_settings
+
+    settings = Settings()
+    engine = await create_engine_from_settings(settings)
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": _advisory_key(settings.db_schema)}
+            )
+            await conn.run_sync(run)
+    finally:
+        await engine.dispose()

@@ -1,0 +1,190 @@
+"""The tables, as SQLAlchemy Core sees them. Alembic's migrations create exactly these.
+
+Tenancy is the first key: ``org_id`` leads every primary key, foreign key, unique
+constraint and btree index, so that every table can be distributed by ``org_id`` with
+co-located joins, and row-level security per organization stays cheap.
+
+The tables are declared without a schema; every connection maps them into the configured
+schema (default ``memora``) with ``schema_translate_map``. Only Core statements use them:
+no ORM object ever exists, so nothing can load lazily behind a caller's back.
+
+The embedding column is declared without a dimension: the dimension is a deployment
+setting fixed by the first migration (``vector(N)`` in the database).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    Uuid,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, TSVECTOR
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _created_at() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+organizations = Table(
+    "organizations",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("org_name", Text, nullable=False),
+    _created_at(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("user_id", Text, primary_key=True),
+    Column("user_name", Text, nullable=False),
+    _created_at(),
+    ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
+)
+
+agents = Table(
+    "agents",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("agent_id", Text, primary_key=True),
+    Column("agent_label", Text, nullable=False),
+    # Set for a user-specific agent, which is deleted with its user.
+    Column("user_id", Text, nullable=True),
+    _created_at(),
+    ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
+    ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
+    Index(None, "org_id", "user_id"),
+)
+
+interactions = Table(
+    "interactions",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("interaction_id", Text, primary_key=True),
+    Column("user_id", Text, nullable=False),
+    # The agent of the latest save or update: a plain value, kept when the agent is deleted.
+    Column("agent_id", Text, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    # Insertion order: breaks ties on updated_at so that pages never repeat or skip a row.
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
+    Index("ix_interactions_user_recent", "org_id", "user_id", text("updated_at DESC"), text("seq DESC")),
+)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("interaction_id", Text, primary_key=True),
+    # Positions are always 0..n-1: they replace upstream's linked list of message nodes.
+    Column("msg_position", Integer, primary_key=True),
+    Column("role", Text, nullable=True),
+    Column("content", Text, nullable=True),
+    CheckConstraint("msg_position >= 0", name="position_not_negative"),
+    ForeignKeyConstraint(
+        ["org_id", "interaction_id"],
+        ["interactions.org_id", "interactions.interaction_id"],
+        ondelete="CASCADE",
+    ),
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("memory_id", Uuid(as_uuid=True), primary_key=True),
+    Column("user_id", Text, nullable=False),
+    # The agent of the call that created the memory: a plain value, kept when the agent is deleted.
+    Column("agent_id", Text, nullable=False),
+    # Null for a memory written through the vector store alone, without an interaction.
+    Column("interaction_id", Text, nullable=True),
+    Column("memory", Text, nullable=False),
+    Column("obtained_at", DateTime(timezone=True), nullable=False),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Null when the memory is not searchable (never embedded, or removed from the vector store).
+    Column("embedding", VECTOR(), nullable=True),
+    Column("search_text", TSVECTOR, nullable=True),
+    ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
+    ForeignKeyConstraint(
+        ["org_id", "interaction_id"],
+        ["interactions.org_id", "interactions.interaction_id"],
+        ondelete="CASCADE",
+    ),
+    Index("ix_memories_user_recent", "org_id", "user_id", text("obtained_at DESC"), text("seq DESC")),
+    Index("ix_memories_user_agent_recent", "org_id", "user_id", "agent_id", text("obtained_at DESC"), text("seq DESC")),
+    Index(None, "org_id", "interaction_id"),
+    Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
+    # The one index that cannot lead with org_id: HNSW indexes a single vector column.
+    Index(
+        "ix_memories_embedding_hnsw",
+        "embedding",
+        postgresql_using="hnsw",
+        postgresql_ops={"embedding": "vector_cosine_ops"},
+    ),
+)
+
+memory_sources = Table(
+    "memory_sources",
+    metadata,
+    Column("org_id", Text, primary_key=True),
+    Column("memory_id", Uuid(as_uuid=True), primary_key=True),
+    Column("interaction_id", Text, primary_key=True),
+    Column("msg_position", Integer, primary_key=True),
+    ForeignKeyConstraint(["org_id", "memory_id"], ["memories.org_id", "memories.memory_id"], ondelete="CASCADE"),
+    # Truncating messages removes the links to them; the memory stays.
+    ForeignKeyConstraint(
+        ["org_id", "interaction_id", "msg_position"],
+        ["messages.org_id", "messages.interaction_id", "messages.msg_position"],
+        ondelete="CASCADE",
+    ),
+    Index(None, "org_id", "interaction_id", "msg_position"),
+)
+
+memory_updates = Table(
+    "memory_updates",
+    metadata,
+    # One CONTRARY_UPDATE edge old -> new: a memory has at most one predecessor.
+    Column("org_id", Text, primary_key=True),
+    Column("new_memory_id", Uuid(as_uuid=True), primary_key=True),
+    Column("old_memory_id", Uuid(as_uuid=True), nullable=False),
+    ForeignKeyConstraint(["org_id", "new_memory_id"], ["memories.org_id", "memories.memory_id"], ondelete="CASCADE"),
+    ForeignKeyConstraint(["org_id", "old_memory_id"], ["memories.org_id", "memories.memory_id"], ondelete="CASCADE"),
+    Index(None, "org_id", "old_memory_id"),
+)
+
+
+@lru_cache(maxsize=8)
+def metadata_in(schema: str) -> MetaData:
+    """The same tables placed in ``schema``, for comparing them with a migrated database."""
+    placed = MetaData(naming_convention=NAMING_CONVENTION)
+    for table in metadata.sorted_tables:
+        table.to_metadata(placed, schema=schema)
+    return placed

@@ -1,0 +1,159 @@
+"""Migrations are the schema: no drift, reversible, scriptable offline, safe to run concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from alembic import command
+from memora_pg import PostgresGraphDB, Settings, migrations
+from memora_pg.migrations import MigrationOptions
+
+
+def _check(connection: Connection, options: MigrationOptions) -> None:
+    command.check(migrations.alembic_config(options, connection))
+
+
+async def test_models_and_migrations_do_not_drift(database_url: str) -> None:
+    """alembic check finds no difference between schema.py and the migrated database."""
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            await conn.run_sync(_check, MigrationOptions(schema="memora"))
+    finally:
+        await engine.dispose()
+
+
+async def _tables(url: str, schema: str) -> set[str]:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text("SELECT table_name FROM information_schema.tables WHERE table_schema = :s"), {"s": schema}
+            )
+            return {r[0] for r in rows}
+    finally:
+        await engine.dispose()
+
+
+async def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
+    """The first migration can be undone and redone on an empty database."""
+    engine = create_async_engine(fresh_database)
+    options = MigrationOptions(schema="roundtrip")
+    try:
+        await migrations.upgrade(engine, options)
+        assert "memories" in await _tables(fresh_database, "roundtrip")
+        await migrations.downgrade(engine, options, "base")
+        assert await _tables(fresh_database, "roundtrip") == {"alembic_version"}
+        await migrations.upgrade(engine, options)
+        assert {"organizations", "memories", "memory_updates"} <= await _tables(fresh_database, "roundtrip")
+        async with engine.connect() as conn:
+            assert await migrations.current_revision(conn, "roundtrip") == migrations.head_revision()
+    finally:
+        await engine.dispose()
+
+
+async def test_schema_name_and_dimension_are_deployment_settings(fresh_database: str) -> None:
+    """setup() creates the tables, alembic's version table and vector(N) in the configured schema."""
+    settings = Settings(database_url=fresh_database, db_schema="agent_memory", embedding_dimensions=1536)
+    graph = PostgresGraphDB(settings=settings)
+    await graph.setup()
+    await graph.setup()  # idempotent
+    org = await graph.create_organization("Acme")
+    await graph.close()
+    engine = create_async_engine(fresh_database)
+    try:
+        async with engine.connect() as conn:
+            column_type = await conn.scalar(
+                text(
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = 'agent_memory.memories'::regclass AND attname = 'embedding'"
+                )
+            )
+            assert column_type == "vector(1536)"
+            assert await conn.scalar(text("SELECT count(*) FROM agent_memory.organizations")) == 1
+            assert await conn.scalar(text("SELECT version_num FROM agent_memory.alembic_version")) is not None
+            assert org.org_id
+    finally:
+        await engine.dispose()
+
+
+def test_offline_sql_script_is_reviewable() -> None:
+    """alembic upgrade head --sql prints the whole schema without a database."""
+    out = io.StringIO()
+    config = migrations.alembic_config(MigrationOptions(schema="dba_review", dimensions=768))
+    config.stdout = out
+    with contextlib.redirect_stdout(out):
+        command.upgrade(config, "head", sql=True)
+    script = out.getvalue()
+    assert "CREATE EXTENSION IF NOT EXISTS vector" in script
+    assert 'CREATE SCHEMA IF NOT EXISTS "dba_review"' in script
+    assert "CREATE TABLE dba_review.memories" in script
+    assert "VECTOR(768)" in script
+    assert "USING hnsw" in script
+    assert "dba_review.alembic_version" in script
+
+
+def test_alembic_command_line_uses_package_settings(fresh_database: str) -> None:
+    """The repository's alembic.ini works with the plain alembic CLI, configured by MEMORA_PG_* variables."""
+    env = {"MEMORA_PG_DATABASE_URL": fresh_database, "MEMORA_PG_SCHEMA": "cli_schema", "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-m", "alembic", "upgrade", "head"], env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "memories" in asyncio.run(_tables(fresh_database, "cli_schema"))
+    result = subprocess.run(
+        [sys.executable, "-m", "alembic", "current"], env=env, capture_output=True, text=True, check=False
+    )
+    assert migrations.head_revision() in result.stdout
+
+
+SETUP_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys
+    from memora_pg import PostgresGraphDB, Settings
+    async def main():
+        graph = PostgresGraphDB(settings=Settings(database_url=sys.argv[1], db_schema="raced"))
+        await graph.setup()
+        await graph.create_organization("from " + sys.argv[2])
+        await graph.close()
+    asyncio.run(main())
+    """
+)
+
+
+def test_concurrent_setup_from_several_processes(fresh_database: str) -> None:
+    """Four processes calling setup() at once on an empty database all succeed; the schema is made once."""
+    procs = [
+        subprocess.Popen(  # noqa: S603
+            [sys.executable, "-c", SETUP_SCRIPT, fresh_database, str(i)], stderr=subprocess.PIPE, text=True
+        )
+        for i in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], errors
+
+    async def count() -> int:
+        engine = create_async_engine(fresh_database)
+        try:
+            async with engine.connect() as conn:
+                return int(await conn.scalar(text("SELECT count(*) FROM raced.organizations")) or 0)
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(count()) == 4
+
+
+@pytest.mark.parametrize("bad", ["Robert'; DROP", "UPPER", "", "a" * 70])
+def test_schema_names_must_be_plain_identifiers(bad: str) -> None:
+    """The schema name is interpolated as an identifier, so only plain lower-case names are accepted."""
+    with pytest.raises(ValueError, match=r"identifier|at least"):
+        Settings(db_schema=bad)

@@ -1,0 +1,61 @@
+"""Settings: initialiser arguments win over MEMORA_PG_* variables, which win over DATABASE_URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from memora_pg import Settings
+from memora_pg.db import asyncpg_url
+from memora_pg.errors import ConfigurationError
+
+
+def test_database_url_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain DATABASE_URL that platforms set is used when nothing more specific is."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://a@h/db")
+    assert Settings().url() == "postgresql://a@h/db"
+
+
+def test_prefixed_variable_wins_over_database_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MEMORA_PG_DATABASE_URL is more specific than DATABASE_URL."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://a@h/db")
+    monkeypatch.setenv("MEMORA_PG_DATABASE_URL", "postgresql://b@h/db")
+    assert Settings().url() == "postgresql://b@h/db"
+
+
+def test_arguments_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values passed to Settings() override the environment."""
+    monkeypatch.setenv("MEMORA_PG_SCHEMA", "from_env")
+    monkeypatch.setenv("MEMORA_PG_POOL_SIZE", "7")
+    settings = Settings(db_schema="from_args")
+    assert settings.db_schema == "from_args"
+    assert settings.pool_size == 7
+
+
+def test_no_url_means_embedded_server() -> None:
+    """Without any URL the embedded server is used."""
+    assert Settings().url() is None
+
+
+def test_url_secret_is_not_printed() -> None:
+    """The URL may hold a password: it is a secret in reprs."""
+    assert "hunter2" not in repr(Settings(database_url="postgresql://u:hunter2@h/db"))
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("postgres://u:p@h:5/d", "postgresql+asyncpg://u:p@h:5/d"),
+        ("postgresql://u@h/d", "postgresql+asyncpg://u@h/d"),
+        ("postgresql+psycopg://u@h/d", "postgresql+asyncpg://u@h/d"),
+        ("postgresql://u@h/d?sslmode=require", "postgresql+asyncpg://u@h/d?ssl=require"),
+    ],
+)
+def test_urls_are_normalised_to_asyncpg(given: str, expected: str) -> None:
+    """Common URL spellings all end up on the asyncpg driver."""
+    assert asyncpg_url(given) == expected
+
+
+def test_non_postgres_urls_are_refused() -> None:
+    """memora_pg runs only on PostgreSQL."""
+    with pytest.raises(ConfigurationError):
+        asyncpg_url("sqlite:///x.db")
