@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The upstream Memora agent with its exact pins, beside memora_pg (proves the two install together).
+MEMORA_BIN := .venv-memora/bin
 
 .PHONY: demo test lint install clean
 
@@ -13,16 +15,25 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
+$(MEMORA_BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-memora
+	$(MEMORA_BIN)/pip install --quiet --upgrade pip
+	$(MEMORA_BIN)/pip install --quiet 'memora-core==0.3.1' -e '.[local]' pytest pytest-asyncio
+	$(MEMORA_BIN)/pip check
+	touch $@
+
 demo: install
 	$(BIN)/memora-pg demo
 
 # The whole suite, once on PostgreSQL 18 and once on 16 (both from the embedded wheel).
 # MEMORA_PG_TEST_DATABASE_URL=postgresql://... runs it against another server instead.
-test: install
+# Then the upstream Memora agent's own code against memora_pg, in its pinned environment.
+test: install $(MEMORA_BIN)/.installed
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
-	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest
-	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest
+	MEMORA_PG_TEST_POSTGRES=16 $(MEMORA_BIN)/pytest tests/upstream
+	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream
+	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream
 
 lint: install
 	$(BIN)/ruff check memora_pg tests alembic
@@ -30,4 +41,4 @@ lint: install
 	$(BIN)/mypy memora_pg
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-memora

@@ -15,6 +15,7 @@ from memora_pg.errors import (
     NotFoundError,
 )
 from memora_pg.graph.store import PostgresGraphDB
+from memora_pg.vector import PgVectorDB
 from memora_pg.models import (
     Agent,
     ContraryMemoryToStore,
@@ -47,6 +48,7 @@ __all__ = [
     "MessageBlock",
     "NotFoundError",
     "Organization",
+    "PgVectorDB",
     "PostgresGraphDB",
     "Settings",
     "User",

@@ -8,11 +8,14 @@ when anything raises, with driver errors translated into the package's family.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import event
+from pydantic import SecretStr
+from sqlalchemy import TextClause, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -93,3 +96,76 @@ def count_statements(engine: AsyncEngine) -> list[str]:
 
     event.listen(engine.sync_engine, "before_cursor_execute", record)
     return sent
+
+
+class Database:
+    """One database for the graph and its vector store: the engine, created on first use.
+
+    An engine passed in stays the caller's (``close()`` leaves it open); one made from a URL
+    or the embedded server is disposed by ``close()``. The graph and the vector store it
+    creates share one ``Database``, so they share the pool and the transactions.
+    """
+
+    def __init__(self, database: str | AsyncEngine | None = None, *, settings: Settings) -> None:
+        if isinstance(database, str):
+            settings = settings.model_copy(update={"database_url": SecretStr(database)})
+        self.settings = settings
+        self._given = database if isinstance(database, AsyncEngine) else None
+        self._raw: AsyncEngine | None = self._given
+        self._scoped: AsyncEngine | None = scoped(self._given, settings.db_schema) if self._given else None
+        self._lock = asyncio.Lock()
+        self.closed = False
+
+    @property
+    def schema(self) -> str:
+        return self.settings.db_schema
+
+    async def engine(self) -> AsyncEngine:
+        """The engine, mapped into memora_pg's schema; started (and the embedded server too) on first use."""
+        if self._scoped is None:
+            async with self._lock:
+                if self._scoped is None:
+                    self._raw = await create_engine_from_settings(self.settings)
+                    self._scoped = scoped(self._raw, self.schema)
+        return self._scoped
+
+    async def raw_engine(self) -> AsyncEngine:
+        await self.engine()
+        assert self._raw is not None
+        return self._raw
+
+    def identity(self) -> tuple[str, str] | None:
+        """Which database and schema this is, once the engine exists (to recognise a shared one)."""
+        if self._raw is None:
+            return None
+        return (self._raw.url.render_as_string(hide_password=True), self.schema)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+        """One transaction on a pooled connection; driver errors come out as the package's errors."""
+        engine = await self.engine()
+        async with unit_of_work(engine) as conn:
+            yield conn
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._given is None and self._raw is not None:
+            await self._raw.dispose()
+
+
+@lru_cache(maxsize=512)
+def _in_schema(template: str, schema: str) -> TextClause:
+    return text(template.replace("{schema}", f'"{schema}"'))
+
+
+def sql(conn: AsyncConnection, template: str) -> TextClause:
+    """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
+    schema = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
+    return _in_schema(template, schema)
+
+
+def from_json(value: Any) -> Any:
+    """A json column's value: asyncpg through SQLAlchemy decodes it already, other drivers may not."""
+    return json.loads(value) if isinstance(value, str | bytes) else value

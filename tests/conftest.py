@@ -19,6 +19,7 @@ from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import PostgresGraphDB, Settings, db, migrations
+from memora_pg.embeddings import HashEmbedder
 
 TEST_SCHEMA = "memora"
 TABLES = (
@@ -124,7 +125,7 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
 
 @pytest.fixture
 async def graph(engine: AsyncEngine, settings: Settings) -> AsyncIterator[PostgresGraphDB]:
-    store = PostgresGraphDB(engine, settings=settings)
+    store = PostgresGraphDB(engine, settings=settings, embedder=HashEmbedder(384))
     yield store
     await store.close()
 

@@ -1,93 +1,104 @@
 """``PostgresGraphDB``: Memora's ``BaseGraphDB`` on PostgreSQL.
 
-Every public method validates its arguments first (upstream's messages), then runs one
-transaction that calls the data functions of this package, and returns pydantic models.
+Every public method validates its arguments first (with upstream's messages), computes any
+embeddings, then runs exactly one transaction that calls the data functions of
+``memora_pg.graph`` and returns pydantic models. Graph rows and their vectors commit together.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg import db, migrations
+from memora_pg import migrations
 from memora_pg.config import Settings
-from memora_pg.errors import NotFoundError, database_errors
-from memora_pg.graph import agents, orgs, users
+from memora_pg.contract import BaseGraphDB, BaseVectorDB
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder
+from memora_pg.errors import InvalidInputError, NotFoundError, database_errors
+from memora_pg.graph import agents, interactions, memories, orgs, users
 from memora_pg.graph import validate as check
-from memora_pg.models import Agent, Organization, User
+from memora_pg.graph.interactions import Message
+from memora_pg.graph.memories import NewMemory, Requested
+from memora_pg.ids import new_memory_id, new_short_id, parse_memory_id
+from memora_pg.models import Agent, Interaction, MemoriesAndInteraction, Memory, Organization, User
+from memora_pg.vector import PgVectorDB
+
+logger = logging.getLogger(__name__)
+
+ORG_MISSING = "Organization (`org_id`) does not exist."
+USER_MISSING = "User (`org_id`, `user_id`) does not exist."
+AGENT_MISSING = "Agent (`org_id`, `agent_id`) does not exist."
+INTERACTION_MISSING = "Interaction (`org_id`, `user_id`, `interaction_id`) does not exist."
+MEMORY_MISSING = "Memory (`org_id`, `user_id`, `memory_id`) does not exist."
+
+_DEFAULT: Any = object()
 
 
-def _org_missing(org_id: str) -> NotFoundError:
-    return NotFoundError("Organization (`org_id`) does not exist.")
-
-
-class PostgresGraphDB:
+class PostgresGraphDB(BaseGraphDB):
     """The Memora graph on PostgreSQL: one database, one transaction per call.
 
-    ``database`` is a ``postgresql://`` URL, an existing SQLAlchemy ``AsyncEngine`` (which
-    the caller keeps owning), or None for the configured URL (``MEMORA_PG_DATABASE_URL`` or
+    ``database`` is a ``postgresql://`` URL, an existing SQLAlchemy ``AsyncEngine`` (which the
+    caller keeps owning), or None for the configured URL (``MEMORA_PG_DATABASE_URL`` or
     ``DATABASE_URL``) and otherwise the embedded server.
+
+    Unless ``associated_vector_db`` is given, the graph makes a :class:`PgVectorDB` on the same
+    engine with ``embedder`` (default: the offline multilingual-e5-small model), so graph rows
+    and their embeddings are written in one transaction. ``associated_vector_db=None`` stores
+    no embeddings. Any other vector DB is called as upstream Memora calls it: inside the
+    graph's transaction, after the graph's statements and before the commit (not atomic).
     """
 
     def __init__(
         self,
         database: str | AsyncEngine | None = None,
         *,
+        embedder: Embedder | None = None,
+        associated_vector_db: BaseVectorDB | None = _DEFAULT,
         settings: Settings | None = None,
         schema: str | None = None,
     ) -> None:
-        overrides: dict[str, Any] = {}
+        base = settings or Settings()
         if schema is not None:
-            overrides["db_schema"] = schema
-        if isinstance(database, str):
-            overrides["database_url"] = database
-        self.settings = (settings or Settings()).model_copy(update=overrides) if overrides else (settings or Settings())
-        if schema is not None:
-            Settings.model_validate({"db_schema": schema})  # refuse a schema name that is not a plain identifier
-        self._given_engine = database if isinstance(database, AsyncEngine) else None
-        self._raw_engine: AsyncEngine | None = self._given_engine
-        self._engine: AsyncEngine | None = (
-            db.scoped(self._given_engine, self.settings.db_schema) if self._given_engine else None
-        )
-        self._closed = False
+            base = Settings.model_validate({**base.model_dump(), "db_schema": schema})
+        self._db = Database(database, settings=base)
+        self.settings = self._db.settings
+        if associated_vector_db is _DEFAULT:
+            associated_vector_db = PgVectorDB(self._db, embedder=embedder)
+        self.associated_vector_db = associated_vector_db
 
     # -- plumbing ------------------------------------------------------------------------
 
-    async def _ready(self) -> AsyncEngine:
-        if self._engine is None:
-            self._raw_engine = await db.create_engine_from_settings(self.settings)
-            self._engine = db.scoped(self._raw_engine, self.settings.db_schema)
-        return self._engine
-
-    @asynccontextmanager
-    async def _unit_of_work(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction on a pooled connection (the engine is created on first use)."""
-        engine = await self._ready()
-        async with db.unit_of_work(engine) as conn:
-            yield conn
-
     @property
-    def engine(self) -> AsyncEngine | None:
-        """The engine, mapped into memora_pg's schema (None until first use)."""
-        return self._engine
+    def database(self) -> Database:
+        return self._db
+
+    def get_associated_vector_db(self) -> BaseVectorDB | None:
+        return self.associated_vector_db
 
     async def setup(self, *args: Any, **kwargs: Any) -> None:
-        """Bring the schema to the current migration head; idempotent and safe from several processes."""
-        await self._ready()
-        assert self._raw_engine is not None
+        """Bring the schema to the current migration head; idempotent and safe from several processes.
+
+        On a new database the vector column gets the dimension of the embedder; on an existing
+        one, an embedder of another dimension is a ``ConfigurationError`` naming both numbers.
+        """
+        native = await self._native_vector_db()
+        dimensions = native.new_database_dimensions() if native else None
+        engine = await self._db.raw_engine()
         with database_errors():
-            await migrations.upgrade(self._raw_engine, migrations.MigrationOptions.from_settings(self.settings))
+            await migrations.upgrade(engine, migrations.MigrationOptions.from_settings(self.settings, dimensions))
+        if native is not None:
+            await native.check_dimensions()
 
     async def close(self) -> None:
         """Release the connections of an engine this object created; idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._given_engine is None and self._raw_engine is not None:
-            await self._raw_engine.dispose()
+        await self._db.close()
 
     async def __aenter__(self) -> PostgresGraphDB:
         await self.setup()
@@ -96,39 +107,60 @@ class PostgresGraphDB:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def _native_vector_db(self) -> PgVectorDB | None:
+        """The associated vector DB when it is memora_pg's own on this database (writes are then atomic)."""
+        store = self.associated_vector_db
+        if not isinstance(store, PgVectorDB):
+            return None
+        if store.database is self._db:
+            return store
+        await self._db.engine()
+        await store.database.engine()
+        return store if store.database.identity() == self._db.identity() else None
+
+    def _foreign_vector_db(self) -> BaseVectorDB | None:
+        store = self.associated_vector_db
+        if store is None or (isinstance(store, PgVectorDB) and store.database is self._db):
+            return None
+        return store
+
     # -- organizations -------------------------------------------------------------------
 
     async def create_organization(self, org_name: str) -> Organization:
         check.require_name(check.ORG_NAME, org_name)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             return await orgs.create(conn, org_name=org_name)
 
     async def update_organization(self, org_id: str, new_org_name: str) -> Organization:
         check.require(check.ORG_AND_NEW_NAME, org_id, new_org_name)
         check.require_name(check.ORG_AND_NEW_NAME, new_org_name)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             org = await orgs.rename(conn, org_id=org_id, org_name=new_org_name)
         if org is None:
-            raise _org_missing(org_id)
+            raise NotFoundError(ORG_MISSING)
         return org
 
     async def delete_organization(self, org_id: str) -> None:
+        """Delete the organization and everything it owns, embeddings included, in one transaction."""
         check.require(check.ORG_ID, org_id)
-        async with self._unit_of_work() as conn:
+        foreign = await self._foreign_after_native_check()
+        async with self._db.transaction() as conn:
             await orgs.delete_one(conn, org_id=org_id)
+            if foreign is not None:
+                await foreign.delete_all_organization_memories(org_id)
 
     async def get_organization(self, org_id: str) -> Organization:
         check.require(check.ORG_ID, org_id)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             org = await orgs.get(conn, org_id=org_id)
         if org is None:
-            raise _org_missing(org_id)
+            raise NotFoundError(ORG_MISSING)
         return org
 
     async def get_all_organizations(self, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
         """Every organization, oldest first; ``skip``/``limit`` page through them."""
         skip, limit = _optional_paging(skip, limit)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             return await orgs.list_all(conn, skip=skip, limit=limit)
 
     # -- agents --------------------------------------------------------------------------
@@ -137,7 +169,7 @@ class PostgresGraphDB:
         check.require(check.ORG_AND_AGENT_LABEL, org_id, agent_label)
         check.require_name(check.ORG_AND_AGENT_LABEL, agent_label)
         owner = check.optional_id(check.AGENT_USER_ID, user_id)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             agent = await agents.create(conn, org_id=org_id, agent_label=agent_label, user_id=owner)
         if agent is None:
             raise NotFoundError("Failed to create agent.")
@@ -146,30 +178,31 @@ class PostgresGraphDB:
     async def update_agent(self, org_id: str, agent_id: str, new_agent_label: str) -> Agent:
         check.require(check.UPDATE_AGENT, org_id, agent_id, new_agent_label)
         check.require_name(check.UPDATE_AGENT, new_agent_label)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             agent = await agents.relabel(conn, org_id=org_id, agent_id=agent_id, agent_label=new_agent_label)
         if agent is None:
-            raise NotFoundError("Agent (`org_id`, `agent_id`) does not exist.")
+            raise NotFoundError(AGENT_MISSING)
         return agent
 
     async def delete_agent(self, org_id: str, agent_id: str) -> None:
+        """Delete only the agent; interactions and memories keep its id and stay readable."""
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             await agents.delete_one(conn, org_id=org_id, agent_id=agent_id)
 
     async def get_agent(self, org_id: str, agent_id: str) -> Agent:
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             agent = await agents.get(conn, org_id=org_id, agent_id=agent_id)
         if agent is None:
-            raise NotFoundError("Agent (`org_id`, `agent_id`) does not exist.")
+            raise NotFoundError(AGENT_MISSING)
         return agent
 
     async def get_all_org_agents(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[Agent]:
         """Every agent of the organization, user-specific ones included; oldest first."""
         check.require(check.ORG_ID, org_id)
         skip, limit = _optional_paging(skip, limit)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             return await agents.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
 
     async def get_all_user_agents(
@@ -178,7 +211,7 @@ class PostgresGraphDB:
         """Only the agents created for this user (not the org-wide ones); oldest first."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         skip, limit = _optional_paging(skip, limit)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             return await agents.list_for_org(conn, org_id=org_id, user_id=user_id, skip=skip, limit=limit)
 
     # -- users ---------------------------------------------------------------------------
@@ -186,7 +219,7 @@ class PostgresGraphDB:
     async def create_user(self, org_id: str, user_name: str) -> User:
         check.require(check.ORG_AND_USER_NAME, org_id, user_name)
         check.require_name(check.ORG_AND_USER_NAME, user_name)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             user = await users.create(conn, org_id=org_id, user_name=user_name)
         if user is None:
             raise NotFoundError("Failed to create user.")
@@ -195,35 +228,392 @@ class PostgresGraphDB:
     async def update_user(self, org_id: str, user_id: str, new_user_name: str) -> User:
         check.require(check.UPDATE_USER, org_id, user_id, new_user_name)
         check.require_name(check.UPDATE_USER, new_user_name)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             user = await users.rename(conn, org_id=org_id, user_id=user_id, user_name=new_user_name)
         if user is None:
-            raise NotFoundError("User (`org_id`, `user_id`) does not exist.")
+            raise NotFoundError(USER_MISSING)
         return user
 
     async def delete_user(self, org_id: str, user_id: str) -> None:
         """Delete the user with its interactions, memories, embeddings and user-specific agents."""
         check.require(check.ORG_AND_USER, org_id, user_id)
-        async with self._unit_of_work() as conn:
+        foreign = await self._foreign_after_native_check()
+        async with self._db.transaction() as conn:
             await users.delete_one(conn, org_id=org_id, user_id=user_id)
+            if foreign is not None:
+                await foreign.delete_all_user_memories(org_id, user_id)
 
     async def get_user(self, org_id: str, user_id: str) -> User:
         check.require(check.ORG_AND_USER, org_id, user_id)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             user = await users.get(conn, org_id=org_id, user_id=user_id)
         if user is None:
-            raise NotFoundError("User (`org_id`, `user_id`) does not exist.")
+            raise NotFoundError(USER_MISSING)
         return user
 
     async def get_all_org_users(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[User]:
         """Every user of the organization, oldest first."""
         check.require(check.ORG_ID, org_id)
         skip, limit = _optional_paging(skip, limit)
-        async with self._unit_of_work() as conn:
+        async with self._db.transaction() as conn:
             return await users.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
+
+    # -- interactions --------------------------------------------------------------------
+
+    async def save_interaction_with_memories(
+        self, org_id: str, agent_id: str, user_id: str, memories_and_interaction: MemoriesAndInteraction
+    ) -> tuple[str, datetime]:
+        """Store a new interaction, its messages and its memories (with their vectors) atomically.
+
+        A missing user or agent is ``NotFoundError`` and a source position outside the message
+        list is ``InvalidInputError``; in both cases nothing is written.
+        """
+        check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
+        write = await self._prepare(memories_and_interaction)
+        interaction_id = new_short_id()
+        async with self._db.transaction() as conn:
+            user_exists, agent_exists = await interactions.create(
+                conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=write.at
+            )
+            _owners_exist(user_exists, agent_exists)
+            await interactions.append_messages(
+                conn, org_id=org_id, interaction_id=interaction_id, start=0, new=write.messages
+            )
+            unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
+        _warn_unlinked(unlinked)
+        return interaction_id, write.at
+
+    async def update_interaction_and_memories(
+        self,
+        org_id: str,
+        agent_id: str,
+        user_id: str,
+        interaction_id: str,
+        updated_memories_and_interaction: MemoriesAndInteraction,
+    ) -> tuple[str, datetime]:
+        """Reconcile the stored messages with the new complete list (§7) and add the new memories.
+
+        The interaction row is locked for the whole transaction, so concurrent updates of one
+        interaction apply one after the other and the stored list always equals one caller's list.
+        """
+        check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
+        check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
+        write = await self._prepare(updated_memories_and_interaction)
+        async with self._db.transaction() as conn:
+            locked = await interactions.lock_for_update(
+                conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, agent_id=agent_id
+            )
+            if locked is None:
+                raise NotFoundError(INTERACTION_MISSING)
+            stored, agent_exists = locked
+            _owners_exist(True, agent_exists)
+            start = interactions.divergence(stored, write.messages)
+            if start < len(stored):
+                await interactions.truncate_messages(conn, org_id=org_id, interaction_id=interaction_id, start=start)
+            await interactions.append_messages(
+                conn, org_id=org_id, interaction_id=interaction_id, start=start, new=write.messages[start:]
+            )
+            await interactions.touch(conn, org_id=org_id, interaction_id=interaction_id, agent_id=agent_id, at=write.at)
+            unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
+        _warn_unlinked(unlinked)
+        return interaction_id, write.at
+
+    async def _prepare(self, given: object) -> _Write:
+        """Everything a save or update writes, validated and embedded before its transaction opens."""
+        payload = _payload(given)
+        new_messages = _messages(payload)
+        items = _new_memories(payload, len(new_messages))
+        native = await self._native_vector_db()
+        return _Write(
+            at=payload.interaction_date,
+            messages=new_messages,
+            items=await _embedded(native, items),
+            native=native,
+            foreign=self._foreign_vector_db() if native is None else None,
+        )
+
+    async def _write_memories(
+        self, conn: AsyncConnection, org_id: str, user_id: str, agent_id: str, interaction_id: str, write: _Write
+    ) -> list[uuid.UUID]:
+        unlinked = await memories.insert_many(
+            conn,
+            org_id=org_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            interaction_id=interaction_id,
+            obtained_at=write.at,
+            items=write.items,
+            text_search_config=self.settings.text_search_config,
+            searchable=write.native is not None,
+        )
+        if write.foreign is not None and write.items:
+            # Upstream's order for a store outside this database: last, before the commit.
+            await write.foreign.add_memories(
+                org_id=org_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                memory_ids=[str(item.memory_id) for item in write.items],
+                memories=[item.text for item in write.items],
+                obtained_at=write.at.isoformat(),
+            )
+        return unlinked
+
+    async def get_interaction(
+        self, org_id: str, user_id: str, interaction_id: str, with_messages: bool = True, with_memories: bool = True
+    ) -> Interaction:
+        check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
+        async with self._db.transaction() as conn:
+            found = await interactions.get_one(
+                conn,
+                org_id=org_id,
+                user_id=user_id,
+                interaction_id=interaction_id,
+                with_messages=bool(with_messages),
+                with_memories=bool(with_memories),
+            )
+        if found is None:
+            raise NotFoundError(INTERACTION_MISSING)
+        return found
+
+    async def get_all_user_interactions(
+        self,
+        org_id: str,
+        user_id: str,
+        with_their_messages: bool = True,
+        with_their_memories: bool = True,
+        skip: int = 0,
+        limit: int = 100,
+    ) -> list[Interaction]:
+        """The user's interactions, most recently updated first, in one statement."""
+        check.require(check.ORG_AND_USER, org_id, user_id)
+        skip, limit = check.paging(skip, limit)
+        async with self._db.transaction() as conn:
+            return await interactions.list_for_user(
+                conn,
+                org_id=org_id,
+                user_id=user_id,
+                with_messages=bool(with_their_messages),
+                with_memories=bool(with_their_memories),
+                skip=skip,
+                limit=limit,
+            )
+
+    async def delete_user_interaction_and_its_memories(self, org_id: str, user_id: str, interaction_id: str) -> None:
+        """Delete the interaction, its messages and the memories it produced; raises if it does not exist."""
+        check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
+        foreign = await self._foreign_after_native_check()
+        async with self._db.transaction() as conn:
+            doomed = await interactions.memory_ids(conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id)
+            if doomed is None:
+                raise NotFoundError(INTERACTION_MISSING)
+            await interactions.delete_one(
+                conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, memory_ids=doomed
+            )
+            if foreign is not None and doomed:
+                await foreign.delete_memories([str(memory_id) for memory_id in doomed])
+
+    async def delete_all_user_interactions_and_their_memories(self, org_id: str, user_id: str) -> None:
+        check.require(check.ORG_AND_USER, org_id, user_id)
+        foreign = await self._foreign_after_native_check()
+        async with self._db.transaction() as conn:
+            await interactions.delete_for_user(conn, org_id=org_id, user_id=user_id)
+            if foreign is not None:
+                await foreign.delete_all_user_memories(org_id, user_id)
+
+    # -- memories ------------------------------------------------------------------------
+
+    async def fetch_user_memories_resolved(self, org_user_mem_ids: list[dict[str, str]]) -> list[Memory]:
+        """The newest version(s) of each requested memory, rendered, de-duplicated, in request order."""
+        return (await self.fetch_user_memories_resolved_batch([org_user_mem_ids]))[0]
+
+    async def fetch_user_memories_resolved_batch(
+        self, batch_org_user_mem_ids: list[list[dict[str, str]]]
+    ) -> list[list[Memory]]:
+        """One list per input list; every list resolved in the same single statement."""
+        if not isinstance(batch_org_user_mem_ids, list | tuple):
+            raise InvalidInputError("batch_org_user_mem_ids must be a list of lists of dicts.")
+        requests: list[Requested] = []
+        for batch, entries in enumerate(batch_org_user_mem_ids):
+            if not isinstance(entries, list | tuple):
+                raise InvalidInputError("batch_org_user_mem_ids must be a list of lists of dicts.")
+            for position, entry in enumerate(entries):
+                request = _requested(batch, position, entry)
+                if request is not None:
+                    requests.append(request)
+        if len(requests) > check.MAX_FETCH_ENTRIES:
+            raise InvalidInputError(f"At most {check.MAX_FETCH_ENTRIES} memories are fetched at once.")
+        if not batch_org_user_mem_ids:
+            return []
+        async with self._db.transaction() as conn:
+            return await memories.resolve(conn, requests, len(batch_org_user_mem_ids))
+
+    async def get_user_memory(self, org_id: str, user_id: str, memory_id: str) -> Memory:
+        """That exact version (no resolution), rendered, with its surviving sources."""
+        check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
+        parsed = parse_memory_id(memory_id)
+        found = None
+        if parsed is not None:
+            async with self._db.transaction() as conn:
+                found = await memories.get_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
+        if found is None:
+            raise NotFoundError(MEMORY_MISSING)
+        return found
+
+    async def get_user_memory_history(self, org_id: str, user_id: str, memory_id: str) -> list[Memory]:
+        """``[the memory, the one it superseded, …, the oldest]``; ``[]`` for a missing memory."""
+        check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
+        parsed = parse_memory_id(memory_id)
+        if parsed is None:
+            return []
+        async with self._db.transaction() as conn:
+            return await memories.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
+
+    async def get_all_user_memories(
+        self, org_id: str, user_id: str, agent_id: str | None = None, skip: int = 0, limit: int = 1000
+    ) -> list[Memory]:
+        """Every stored version of the user's memories, newest first (ties: newest written first)."""
+        check.require(check.ORG_AND_USER, org_id, user_id)
+        agent = check.optional_id(check.AGENT_ID, agent_id)
+        skip, limit = check.paging(skip, limit)
+        async with self._db.transaction() as conn:
+            return await memories.list_for_user(
+                conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit
+            )
+
+    async def delete_user_memory(self, org_id: str, user_id: str, memory_id: str) -> None:
+        """Delete that one memory with its sources; its successors are re-attached to its predecessor."""
+        check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
+        parsed = parse_memory_id(memory_id)
+        if parsed is None:
+            return
+        foreign = await self._foreign_after_native_check()
+        async with self._db.transaction() as conn:
+            deleted = await memories.delete_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
+            if foreign is not None and deleted:
+                await foreign.delete_memory(str(parsed))
+
+    async def delete_all_user_memories(self, org_id: str, user_id: str) -> None:
+        """Delete every memory of the user; interactions and messages stay."""
+        check.require(check.ORG_AND_USER, org_id, user_id)
+        foreign = await self._foreign_after_native_check()
+        async with self._db.transaction() as conn:
+            await memories.delete_for_user(conn, org_id=org_id, user_id=user_id)
+            if foreign is not None:
+                await foreign.delete_all_user_memories(org_id, user_id)
+
+    async def _foreign_after_native_check(self) -> BaseVectorDB | None:
+        return None if await self._native_vector_db() is not None else self._foreign_vector_db()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Write:
+    at: datetime
+    messages: list[Message]
+    items: list[NewMemory]
+    native: PgVectorDB | None
+    foreign: BaseVectorDB | None
 
 
 def _optional_paging(skip: int, limit: int | None) -> tuple[int, int | None]:
     if limit is None:
         return check.paging(skip, 0)[0], None
     return check.paging(skip, limit)
+
+
+def _payload(value: object) -> MemoriesAndInteraction:
+    """Accept memora_pg's model, upstream memora-core's (by its attributes), or a plain dict."""
+    if isinstance(value, MemoriesAndInteraction):
+        return value
+    try:
+        if isinstance(value, dict):
+            return MemoriesAndInteraction.model_validate(value)
+        return MemoriesAndInteraction.model_validate(value, from_attributes=True)
+    except ValidationError as error:
+        raise InvalidInputError(f"Invalid memories_and_interaction: {error}") from error
+
+
+def _messages(payload: MemoriesAndInteraction) -> list[Message]:
+    if len(payload.interaction) > check.MAX_MESSAGES:
+        raise InvalidInputError(f"An interaction is limited to {check.MAX_MESSAGES} messages.")
+    found = []
+    for block in payload.interaction:
+        role, content = block.get("role"), block.get("content")
+        for value in (role, content):
+            if value is not None:
+                check.no_nul(value, "message roles and contents")
+                if len(value) > check.MAX_MESSAGE_CHARS:
+                    raise InvalidInputError(f"A message is limited to {check.MAX_MESSAGE_CHARS} characters.")
+        found.append(Message(role, content))
+    return found
+
+
+def _new_memories(payload: MemoriesAndInteraction, message_count: int) -> list[NewMemory]:
+    """The memories to write, ids generated: first ``memories``, then ``contrary_memories`` (§2)."""
+    given = [*payload.memories, *payload.contrary_memories]
+    if len(given) > check.MAX_MEMORIES_PER_CALL:
+        raise InvalidInputError(f"At most {check.MAX_MEMORIES_PER_CALL} memories are stored in one call.")
+    items = []
+    for item in given:
+        text = check.memory_text(item.memory)
+        for position in item.source_msg_block_pos:
+            if not 0 <= position < message_count:
+                raise InvalidInputError(
+                    f"source_msg_block_pos {position} is outside the interaction's {message_count} messages."
+                )
+        target = getattr(item, "existing_contrary_memory_id", None)
+        supersedes = parse_memory_id(target) if target is not None else None
+        if target is not None and supersedes is None:
+            logger.warning("contrary memory names %r, which is not a memory id; stored without a link", target)
+        items.append(
+            NewMemory(memory_id=new_memory_id(), text=text, positions=item.source_msg_block_pos, supersedes=supersedes)
+        )
+    return items
+
+
+async def _embedded(native: PgVectorDB | None, items: list[NewMemory]) -> list[NewMemory]:
+    """The items with their embeddings, computed before any transaction opens."""
+    if native is None or not items:
+        return items
+    vectors = await native.embed_documents([item.text for item in items])
+    return [
+        NewMemory(
+            memory_id=item.memory_id,
+            text=item.text,
+            positions=item.positions,
+            embedding=vector,
+            supersedes=item.supersedes,
+        )
+        for item, vector in zip(items, vectors, strict=True)
+    ]
+
+
+def _owners_exist(user_exists: bool, agent_exists: bool) -> None:
+    if not user_exists:
+        raise NotFoundError(USER_MISSING)
+    if not agent_exists:
+        raise NotFoundError(AGENT_MISSING)
+
+
+def _warn_unlinked(unlinked: list[uuid.UUID]) -> None:
+    for memory_id in unlinked:
+        logger.warning(
+            "contrary memory %s names a memory that does not exist for this user; stored without a link", memory_id
+        )
+
+
+def _requested(batch: int, position: int, entry: object) -> Requested | None:
+    """An entry of a resolved fetch, or None for one that names no memory (skipped, as upstream)."""
+    if not isinstance(entry, dict):
+        return None
+    org_id, user_id, memory_id = entry.get("org_id"), entry.get("user_id"), entry.get("memory_id")
+    if not (check.has_value(org_id) and check.has_value(user_id)):
+        return None
+    parsed = parse_memory_id(memory_id)
+    if parsed is None or "\x00" in str(org_id) + str(user_id):
+        return None
+    assert isinstance(org_id, str)
+    assert isinstance(user_id, str)
+    return Requested(batch=batch, position=position, org_id=org_id, user_id=user_id, memory_id=parsed)

@@ -72,3 +72,20 @@ def paging(skip: object, limit: object) -> tuple[int, int]:
     if skip < 0 or limit < 0:
         raise InvalidInputError(SKIP_LIMIT_NEGATIVE)
     return skip, limit
+
+
+# Limits, so that one call can neither exhaust the server nor hold locks for long.
+MAX_MEMORY_CHARS = 100_000
+MAX_MESSAGE_CHARS = 1_000_000
+MAX_MESSAGES = 10_000
+MAX_MEMORIES_PER_CALL = 1_000
+MAX_FETCH_ENTRIES = 10_000
+
+
+def memory_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError("A memory must be a string.")
+    no_nul(value, "memory texts")
+    if len(value) > MAX_MEMORY_CHARS:
+        raise InvalidInputError(f"A memory is limited to {MAX_MEMORY_CHARS} characters.")
+    return value

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from alembic import command
 from memora_pg import PostgresGraphDB, Settings, migrations
+from memora_pg.embeddings import HashEmbedder
 from memora_pg.migrations import MigrationOptions
 
 
@@ -44,6 +45,22 @@ async def _tables(url: str, schema: str) -> set[str]:
         await engine.dispose()
 
 
+async def _column_type(url: str, schema: str) -> str:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                text(
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                    "WHERE attrelid = to_regclass(:table) AND attname = 'embedding'"
+                ),
+                {"table": f"{schema}.memories"},
+            )
+    finally:
+        await engine.dispose()
+    return str(found)
+
+
 async def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
     """The first migration can be undone and redone on an empty database."""
     engine = create_async_engine(fresh_database)
@@ -62,28 +79,24 @@ async def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
 
 
 async def test_schema_name_and_dimension_are_deployment_settings(fresh_database: str) -> None:
-    """setup() creates the tables, alembic's version table and vector(N) in the configured schema."""
+    """Without a vector store, setup() creates the tables and vector(N) of the configured dimension."""
     settings = Settings(database_url=fresh_database, db_schema="agent_memory", embedding_dimensions=1536)
-    graph = PostgresGraphDB(settings=settings)
+    graph = PostgresGraphDB(settings=settings, associated_vector_db=None)
     await graph.setup()
     await graph.setup()  # idempotent
     org = await graph.create_organization("Acme")
     await graph.close()
-    engine = create_async_engine(fresh_database)
-    try:
-        async with engine.connect() as conn:
-            column_type = await conn.scalar(
-                text(
-                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-                    "WHERE attrelid = 'agent_memory.memories'::regclass AND attname = 'embedding'"
-                )
-            )
-            assert column_type == "vector(1536)"
-            assert await conn.scalar(text("SELECT count(*) FROM agent_memory.organizations")) == 1
-            assert await conn.scalar(text("SELECT version_num FROM agent_memory.alembic_version")) is not None
-            assert org.org_id
-    finally:
-        await engine.dispose()
+    assert await _column_type(fresh_database, "agent_memory") == "vector(1536)"
+    assert await _tables(fresh_database, "agent_memory") >= {"organizations", "alembic_version"}
+    assert org.org_id
+
+
+async def test_new_database_takes_the_embedders_dimension(fresh_database: str) -> None:
+    """On a new database the vector column gets the embedder's dimension (§15.9)."""
+    graph = PostgresGraphDB(fresh_database, embedder=HashEmbedder(768), schema="by_embedder")
+    await graph.setup()
+    await graph.close()
+    assert await _column_type(fresh_database, "by_embedder") == "vector(768)"
 
 
 def test_offline_sql_script_is_reviewable() -> None:

@@ -1,0 +1,258 @@
+"""Interactions: one conversation thread of a user, its messages at positions 0..n-1, its memories."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, insert, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg.db import from_json, sql
+from memora_pg.graph import memories
+from memora_pg.models import Interaction, MessageBlock
+from memora_pg.schema import interactions, messages
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str | None
+    content: str | None
+
+
+# The interaction is created only if its user and agent exist in the organization.
+CREATE = """
+INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
+SELECT :org_id, :interaction_id, :user_id, :agent_id, :at, :at
+WHERE EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id)
+  AND EXISTS (SELECT 1 FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id)
+RETURNING interaction_id
+"""
+
+OWNERS_EXIST = """
+SELECT EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
+       EXISTS (SELECT 1 FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
+"""
+
+
+async def create(
+    conn: AsyncConnection, *, org_id: str, user_id: str, agent_id: str, interaction_id: str, at: datetime
+) -> tuple[bool, bool]:
+    """Create the interaction; returns (user exists, agent exists), and creates nothing unless both do."""
+    params = {"org_id": org_id, "user_id": user_id, "agent_id": agent_id, "interaction_id": interaction_id, "at": at}
+    if (await conn.execute(sql(conn, CREATE), params)).one_or_none() is not None:
+        return True, True
+    owners = (await conn.execute(sql(conn, OWNERS_EXIST), params)).one()
+    return bool(owners.user_exists), bool(owners.agent_exists)
+
+
+# Locks the interaction row so that concurrent updates of one interaction run one after the
+# other, and reads its messages and whether the agent exists, in one statement.
+LOCK_FOR_UPDATE = """
+SELECT EXISTS (SELECT 1 FROM {schema}.agents AS a WHERE a.org_id = i.org_id AND a.agent_id = :agent_id)
+           AS agent_exists,
+       (SELECT json_agg(json_build_array(g.role, g.content) ORDER BY g.msg_position)
+        FROM {schema}.messages AS g
+        WHERE g.org_id = i.org_id AND g.interaction_id = i.interaction_id) AS messages
+FROM {schema}.interactions AS i
+WHERE i.org_id = :org_id AND i.user_id = :user_id AND i.interaction_id = :interaction_id
+FOR UPDATE OF i
+"""
+
+
+async def lock_for_update(
+    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, agent_id: str
+) -> tuple[list[Message], bool] | None:
+    """The stored messages and whether the agent exists, or None when the interaction does not."""
+    row = (
+        await conn.execute(
+            sql(conn, LOCK_FOR_UPDATE),
+            {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id, "agent_id": agent_id},
+        )
+    ).one_or_none()
+    if row is None:
+        return None
+    stored = [Message(role, content) for role, content in from_json(row.messages) or []]
+    return stored, bool(row.agent_exists)
+
+
+def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
+    """The first position where the new complete list differs from the stored one (§7)."""
+    for position, (old, given) in enumerate(zip(stored, new, strict=False)):
+        if old != given:
+            return position
+    return min(len(stored), len(new))
+
+
+async def append_messages(
+    conn: AsyncConnection, *, org_id: str, interaction_id: str, start: int, new: Sequence[Message]
+) -> None:
+    if new:
+        await conn.execute(
+            insert(messages),
+            [
+                {
+                    "org_id": org_id,
+                    "interaction_id": interaction_id,
+                    "msg_position": start + offset,
+                    "role": message.role,
+                    "content": message.content,
+                }
+                for offset, message in enumerate(new)
+            ],
+        )
+
+
+async def truncate_messages(conn: AsyncConnection, *, org_id: str, interaction_id: str, start: int) -> None:
+    """Delete the messages from ``start`` on; the source links into them go by cascade, the memories stay."""
+    await conn.execute(
+        delete(messages).where(
+            messages.c.org_id == org_id,
+            messages.c.interaction_id == interaction_id,
+            messages.c.msg_position >= start,
+        )
+    )
+
+
+async def touch(conn: AsyncConnection, *, org_id: str, interaction_id: str, agent_id: str, at: datetime) -> None:
+    await conn.execute(
+        update(interactions)
+        .where(interactions.c.org_id == org_id, interactions.c.interaction_id == interaction_id)
+        .values(updated_at=at, agent_id=agent_id)
+    )
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+# One statement for a page of interactions with their messages and their memories (each with
+# the agent's label and its sources). Messages and memories are read only when asked for.
+READ = f"""
+WITH chosen AS (
+    SELECT * FROM {{schema}}.interactions
+    WHERE org_id = :org_id AND user_id = :user_id {{which}}
+)
+SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.updated_at,
+       owner.user_name,
+       CASE WHEN :with_messages THEN (
+           SELECT json_agg(
+                      json_build_object('role', g.role, 'content', g.content, 'msg_position', g.msg_position)
+                      ORDER BY g.msg_position)
+           FROM {{schema}}.messages AS g
+           WHERE g.org_id = i.org_id AND g.interaction_id = i.interaction_id
+       ) END AS messages,
+       CASE WHEN :with_memories THEN (
+           SELECT json_agg(
+                      json_build_object(
+                          'org_id', m.org_id, 'user_id', m.user_id, 'agent_id', m.agent_id,
+                          'interaction_id', m.interaction_id, 'memory_id', m.memory_id, 'memory', m.memory,
+                          'obtained_at', m.obtained_at, 'user_name', owner.user_name,
+                          'agent_label', agent.agent_label, 'sources', sourced.sources)
+                      ORDER BY m.seq)
+           FROM {{schema}}.memories AS m
+           {memories.WITH_AGENT_AND_SOURCES}
+           WHERE m.org_id = i.org_id AND m.interaction_id = i.interaction_id
+       ) END AS memories
+FROM chosen AS i
+LEFT JOIN {{schema}}.users AS owner ON owner.org_id = i.org_id AND owner.user_id = i.user_id
+ORDER BY i.updated_at DESC, i.seq DESC
+"""
+
+ONE = READ.replace("{which}", "AND interaction_id = :interaction_id")
+PAGE = READ.replace("{which}", "ORDER BY updated_at DESC, seq DESC OFFSET :skip LIMIT :limit")
+
+
+def _to_model(row: Row[Any]) -> Interaction:
+    message_rows = from_json(row.messages) or []
+    memory_rows = from_json(row.memories) or []
+    return Interaction(
+        org_id=row.org_id,
+        user_id=row.user_id,
+        agent_id=row.agent_id,
+        interaction_id=row.interaction_id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        messages=[MessageBlock(**message) for message in message_rows],
+        memories=[memories.to_model(memory) for memory in memory_rows],
+    )
+
+
+async def get_one(
+    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, with_messages: bool, with_memories: bool
+) -> Interaction | None:
+    params = {
+        "org_id": org_id,
+        "user_id": user_id,
+        "interaction_id": interaction_id,
+        "with_messages": with_messages,
+        "with_memories": with_memories,
+    }
+    row = (await conn.execute(sql(conn, ONE), params)).one_or_none()
+    return _to_model(row) if row else None
+
+
+async def list_for_user(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    user_id: str,
+    with_messages: bool,
+    with_memories: bool,
+    skip: int,
+    limit: int,
+) -> list[Interaction]:
+    params = {
+        "org_id": org_id,
+        "user_id": user_id,
+        "with_messages": with_messages,
+        "with_memories": with_memories,
+        "skip": skip,
+        "limit": limit,
+    }
+    return [_to_model(row) for row in await conn.execute(sql(conn, PAGE), params)]
+
+
+# Locks the interaction and lists the memories it produced: the set to delete is decided inside
+# the deleting transaction, after any concurrent update of the interaction has committed.
+LOCK_FOR_DELETE = """
+SELECT ARRAY(
+           SELECT m.memory_id FROM {schema}.memories AS m
+           WHERE m.org_id = i.org_id AND m.interaction_id = i.interaction_id
+       ) AS memory_ids
+FROM {schema}.interactions AS i
+WHERE i.org_id = :org_id AND i.user_id = :user_id AND i.interaction_id = :interaction_id
+FOR UPDATE OF i
+"""
+
+
+async def memory_ids(
+    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str
+) -> list[uuid.UUID] | None:
+    """Lock the interaction and list the memories it produced; None when it does not exist."""
+    params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id}
+    row = (await conn.execute(sql(conn, LOCK_FOR_DELETE), params)).one_or_none()
+    return None if row is None else list(row.memory_ids)
+
+
+async def delete_one(
+    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, memory_ids: list[uuid.UUID]
+) -> None:
+    """Delete the (locked) interaction, its messages and its memories, repairing their chains."""
+    await memories.relink_around(conn, org_id=org_id, memory_ids=memory_ids)
+    # The memories go by cascade from the interaction, and their sources and links with them.
+    await conn.execute(
+        delete(interactions).where(
+            interactions.c.org_id == org_id,
+            interactions.c.user_id == user_id,
+            interactions.c.interaction_id == interaction_id,
+        )
+    )
+
+
+async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> None:
+    """Delete every interaction of the user with its messages, and every memory of the user."""
+    await memories.delete_for_user(conn, org_id=org_id, user_id=user_id)
+    await conn.execute(delete(interactions).where(interactions.c.org_id == org_id, interactions.c.user_id == user_id))

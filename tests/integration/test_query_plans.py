@@ -1,0 +1,146 @@
+"""The intended index serves each search and listing, at a small and at a larger scale (EXPLAIN)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memora_pg.graph import memories
+from memora_pg.migrations import MigrationOptions, upgrade
+from memora_pg.vector import search_sql, vector_literal
+from tests.conftest import _create_database, _drop_database
+
+DIMENSIONS = 32
+USERS = 100
+
+SEED = """
+INSERT INTO memora.organizations (org_id, org_name) VALUES ('org', 'Acme'), ('other', 'Other');
+INSERT INTO memora.users (org_id, user_id, user_name)
+SELECT org_id, 'u' || g, 'user ' || g FROM generate_series(1, {users}) AS g, (VALUES ('org'), ('other')) AS o(org_id);
+INSERT INTO memora.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
+SELECT CASE WHEN g % 10 = 0 THEN 'other' ELSE 'org' END, gen_random_uuid(), 'u' || (g % {users} + 1), 'agent',
+       'memory number ' || g, now() - g * interval '1 minute',
+       (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, {dims}) AS d)::vector,
+       to_tsvector('simple', 'memory number ' || g)
+FROM generate_series(1, {rows}) AS g;
+ANALYZE memora.memories;
+"""
+
+
+def _plan_text(plan: Any) -> str:
+    return json.dumps(plan)
+
+
+async def _explain(engine: AsyncEngine, statement: str, params: dict[str, Any]) -> str:
+    async with engine.connect() as conn:
+        await conn.execute(text("SET hnsw.iterative_scan = relaxed_order"))
+        result = await conn.execute(text("EXPLAIN (FORMAT JSON) " + statement.replace("{schema}", '"memora"')), params)
+        return _plan_text(result.scalar())
+
+
+async def _seed(url: str, rows: int) -> None:
+    engine = create_async_engine(url)
+    try:
+        await upgrade(engine, MigrationOptions(schema="memora", dimensions=DIMENSIONS))
+        async with engine.begin() as conn:
+            # Bulk load without the HNSW index, then build it once: far faster than maintaining it per row.
+            await conn.execute(text("DROP INDEX memora.ix_memories_embedding_hnsw"))
+            for statement in SEED.format(users=USERS, dims=DIMENSIONS, rows=rows).split(";\n"):
+                if statement.strip():
+                    await conn.execute(text(statement))
+            await conn.execute(
+                text(
+                    "CREATE INDEX ix_memories_embedding_hnsw ON memora.memories "
+                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                )
+            )
+            await conn.execute(text("ANALYZE memora.memories"))
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture(scope="module", params=[500, 20_000], ids=["small", "large"])
+def scale(request: pytest.FixtureRequest, server_url: str) -> Iterator[tuple[str, int]]:
+    """A database seeded once per scale: 100 users, 90% of the rows in one organization."""
+    name = f"memora_plans_{uuid.uuid4().hex[:8]}"
+    url = asyncio.run(_create_database(server_url, name))
+    asyncio.run(_seed(url, request.param))
+    yield url, request.param
+    asyncio.run(_drop_database(server_url, name))
+
+
+@pytest.fixture
+async def seeded(scale: tuple[str, int]) -> AsyncIterator[AsyncEngine]:
+    engine = create_async_engine(scale[0])
+    yield engine
+    await engine.dispose()
+
+
+def _search_params(user: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "org_id": "org",
+        "ts_config": "simple",
+        "query_nos": [0],
+        "embeddings": [vector_literal([0.1] * DIMENSIONS)],
+        "queries": ["memory number 7"],
+    }
+    if user:
+        params["user_id"] = "u7"
+    return params
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+async def test_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine, mode: str) -> None:
+    """User-scoped search finds the user's rows by (org_id, user_id) and sorts them exactly."""
+    plan = await _explain(
+        seeded, search_sql(user_scope=True, agent=False, mode=mode, exclude_superseded=False), _search_params(True)
+    )
+    assert "ix_memories_user_" in plan
+    assert "ix_memories_embedding_hnsw" not in plan
+
+
+async def test_organization_search_uses_hnsw_at_scale(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+    """Organization-wide search walks the HNSW index at scale; a small table is sorted exactly, which is cheaper."""
+    plan = await _explain(
+        seeded, search_sql(user_scope=False, agent=False, mode="dense", exclude_superseded=False), _search_params(False)
+    )
+    uses_hnsw = "ix_memories_embedding_hnsw" in plan
+    assert uses_hnsw == (scale[1] >= 10_000)
+
+
+def _nodes(plan: str) -> list[tuple[str, str | None, str | None]]:
+    """(node type, index name, relation name) of every node of an EXPLAIN (FORMAT JSON) plan."""
+    stack = [json.loads(plan)[0]["Plan"]]
+    nodes = []
+    while stack:
+        node = stack.pop()
+        nodes.append((node["Node Type"], node.get("Index Name"), node.get("Relation Name")))
+        stack.extend(node.get("Plans", []))
+    return nodes
+
+
+async def test_user_memory_listing_uses_the_recency_index(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+    """get_all_user_memories finds the user's rows by a (org_id, user_id, ...) btree; at scale it reads
+    (org_id, user_id, obtained_at desc, seq desc) in order, without sorting."""
+    listing = memories.LIST_FOR_USER.replace("{agent_filter}", "")
+    plan = await _explain(seeded, listing, {"org_id": "org", "user_id": "u7", "skip": 0, "limit": 50})
+    nodes = _nodes(plan)
+    assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
+    assert ("Seq Scan", None, "memories") not in nodes
+    if scale[1] >= 10_000:
+        # The page is cut (Limit) straight off the index scan: no sort of the user's rows.
+        assert _limit_reads_index(json.loads(plan)[0]["Plan"], "ix_memories_user_recent")
+
+
+def _limit_reads_index(node: dict[str, Any], index: str) -> bool:
+    children = node.get("Plans", [])
+    if node["Node Type"] == "Limit" and children and children[0].get("Index Name") == index:
+        return True
+    return any(_limit_reads_index(child, index) for child in children)
