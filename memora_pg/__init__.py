@@ -15,7 +15,6 @@ from memora_pg.errors import (
     NotFoundError,
 )
 from memora_pg.graph.store import PostgresGraphDB
-from memora_pg.vector import PgVectorDB
 from memora_pg.models import (
     Agent,
     ContraryMemoryToStore,
@@ -27,6 +26,7 @@ from memora_pg.models import (
     Organization,
     User,
 )
+from memora_pg.vector import PgVectorDB
 
 __all__ = [
     "Agent",
