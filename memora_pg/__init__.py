@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memora_pg.autogen import ListMemory, PostgresMemory
 from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB, MemorySearchScope
 from memora_pg.errors import (
@@ -15,12 +16,12 @@ from memora_pg.errors import (
     NotFoundError,
 )
 from memora_pg.graph.store import PostgresGraphDB
+from memora_pg.mem0 import AsyncMemory, Memory, MemoryConfig
 from memora_pg.models import (
     Agent,
     ContraryMemoryToStore,
     Interaction,
     MemoriesAndInteraction,
-    Memory,
     MemoryToStore,
     MessageBlock,
     Organization,
@@ -28,9 +29,12 @@ from memora_pg.models import (
 )
 from memora_pg.vector import PgVectorDB
 
+# ``Memory`` is the mem0-style API (as the seed names it); the Memora contract's memory model is
+# ``memora_pg.models.Memory``.
 __all__ = [
     "Agent",
     "AlreadyExistsError",
+    "AsyncMemory",
     "BaseGraphDB",
     "BaseVectorDB",
     "ConfigurationError",
@@ -40,9 +44,11 @@ __all__ = [
     "Interaction",
     "InvalidInputError",
     "LLMError",
+    "ListMemory",
     "MemoraPGError",
     "MemoriesAndInteraction",
     "Memory",
+    "MemoryConfig",
     "MemorySearchScope",
     "MemoryToStore",
     "MessageBlock",
@@ -50,6 +56,7 @@ __all__ = [
     "Organization",
     "PgVectorDB",
     "PostgresGraphDB",
+    "PostgresMemory",
     "Settings",
     "User",
 ]

@@ -114,6 +114,7 @@ class Database:
         self._raw: AsyncEngine | None = self._given
         self._scoped: AsyncEngine | None = scoped(self._given, settings.db_schema) if self._given else None
         self._lock = asyncio.Lock()
+        self._dimensions: dict[str, int] = {}
         self.closed = False
 
     @property
@@ -146,6 +147,39 @@ class Database:
         engine = await self.engine()
         async with unit_of_work(engine) as conn:
             yield conn
+
+    async def migrate(self, dimensions: int | None = None) -> None:
+        """Bring the schema to head; on a new database the vector columns get ``dimensions``."""
+        from memora_pg import migrations
+
+        options = migrations.MigrationOptions.from_settings(self.settings, dimensions)
+        engine = await self.raw_engine()
+        with database_errors():
+            await migrations.upgrade(engine, options)
+        self._dimensions.clear()
+
+    async def check_embedder(self, embedder_dimensions: int, table: str = "memories") -> int:
+        """The dimension of ``table``'s vector column (read once); another dimension is a ConfigurationError."""
+        stored = self._dimensions.get(table)
+        if stored is None:
+            async with self.transaction() as conn:
+                found = await conn.scalar(
+                    text(
+                        "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = 'embedding'"
+                    ),
+                    {"t": f'"{self.schema}".{table}'},
+                )
+            if found is None:
+                raise ConfigurationError(
+                    f"The schema {self.schema!r} has no {table} table: call setup() or run 'alembic upgrade head'."
+                )
+            stored = self._dimensions[table] = int(found)
+        if embedder_dimensions != stored:
+            raise ConfigurationError(
+                f"The embedder makes vectors of {embedder_dimensions} dimensions but the database stores {stored}: "
+                f"use an embedder of {stored} dimensions, or re-embed the database for the new one."
+            )
+        return stored
 
     async def close(self) -> None:
         if self.closed:

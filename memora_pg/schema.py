@@ -19,6 +19,7 @@ from functools import lru_cache
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Column,
     DateTime,
@@ -26,6 +27,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     Table,
     Text,
@@ -142,6 +144,8 @@ memories = Table(
     Index("ix_memories_user_agent_recent", "org_id", "user_id", "agent_id", text("obtained_at DESC"), text("seq DESC")),
     Index(None, "org_id", "interaction_id"),
     Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
+    # Metadata filters of the mem0-style API: containment (@>) and key presence (?).
+    Index("ix_memories_metadata", "metadata", postgresql_using="gin"),
     # The one index that cannot lead with org_id: HNSW indexes a single vector column.
     Index(
         "ix_memories_embedding_hnsw",
@@ -178,6 +182,57 @@ memory_updates = Table(
     ForeignKeyConstraint(["org_id", "new_memory_id"], ["memories.org_id", "memories.memory_id"], ondelete="CASCADE"),
     ForeignKeyConstraint(["org_id", "old_memory_id"], ["memories.org_id", "memories.memory_id"], ondelete="CASCADE"),
     Index(None, "org_id", "old_memory_id"),
+)
+
+
+# -- faces: data with no home in the core tables ---------------------------------------------
+
+autogen_contents = Table(
+    "autogen_contents",
+    metadata,
+    # The AutoGen memory protocol's entries: any mime type, in a namespace (the memory's name).
+    Column("org_id", Text, primary_key=True),
+    Column("content_id", Uuid(as_uuid=True), primary_key=True),
+    Column("namespace", Text, nullable=False),
+    Column("user_id", Text, nullable=True),
+    Column("agent_id", Text, nullable=True),
+    Column("mime_type", Text, nullable=False),
+    # Exactly one of the three holds the content: text and markdown, JSON, or bytes and images.
+    Column("content_text", Text, nullable=True),
+    Column("content_json", JSONB, nullable=True),
+    Column("content_bytes", LargeBinary, nullable=True),
+    Column("metadata", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Null for content that is not searchable by similarity (bytes and images).
+    Column("embedding", VECTOR(), nullable=True),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    _created_at(),
+    CheckConstraint("num_nonnulls(content_text, content_json, content_bytes) = 1", name="one_content"),
+    ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
+    ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
+    Index("ix_autogen_contents_namespace", "org_id", "namespace", "user_id", "agent_id", "seq"),
+)
+
+
+memory_history = Table(
+    "memory_history",
+    metadata,
+    # Events of the mem0-style API (ADD, UPDATE, DELETE) with the text before and after.
+    Column("org_id", Text, primary_key=True),
+    Column("event_id", Uuid(as_uuid=True), primary_key=True),
+    Column("memory_id", Uuid(as_uuid=True), nullable=False),
+    # The memory's user, so that erasing a user erases its history too.
+    Column("user_id", Text, nullable=False),
+    Column("event", Text, nullable=False),
+    Column("old_memory", Text, nullable=True),
+    Column("new_memory", Text, nullable=True),
+    Column("actor_id", Text, nullable=True),
+    Column("role", Text, nullable=True),
+    Column("is_deleted", Boolean, nullable=False, server_default=text("false")),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    _created_at(),
+    CheckConstraint("event IN ('ADD', 'UPDATE', 'DELETE')", name="known_event"),
+    ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
+    Index("ix_memory_history_memory", "org_id", "memory_id", "seq"),
 )
 
 

@@ -29,12 +29,11 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg import migrations
 from memora_pg.config import Settings
 from memora_pg.contract import BaseVectorDB, MemorySearchScope
 from memora_pg.db import Database, sql
 from memora_pg.embeddings import Embedder, default_embedder, embed_checked
-from memora_pg.errors import ConfigurationError, EmbeddingError, InvalidInputError, NotFoundError, database_errors
+from memora_pg.errors import EmbeddingError, InvalidInputError, NotFoundError
 from memora_pg.graph import validate as check
 from memora_pg.models import Memory, as_utc
 
@@ -57,12 +56,6 @@ def scope_value(scope: object) -> str:
     if value not in (MemorySearchScope.USER.value, MemorySearchScope.ORGANIZATION.value):
         raise InvalidInputError(f"memory_search_scope must be a MemorySearchScope, not {scope!r}")
     return str(value)
-
-
-DIMENSION = """
-SELECT atttypmod FROM pg_attribute
-WHERE attrelid = to_regclass('{schema}.memories') AND attname = 'embedding'
-"""
 
 
 class PgVectorDB(BaseVectorDB):
@@ -91,7 +84,6 @@ class PgVectorDB(BaseVectorDB):
             raise InvalidInputError("search_mode must be 'hybrid' or 'dense'")
         self.search_mode = mode
         self.exclude_superseded = exclude_superseded
-        self._stored_dimensions: int | None = None
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -117,37 +109,16 @@ class PgVectorDB(BaseVectorDB):
 
     async def setup(self, *args: Any, **kwargs: Any) -> None:
         """Bring the schema to head (the vector column gets the embedder's dimension) and check the dimension."""
-        options = migrations.MigrationOptions.from_settings(self._db.settings, self.new_database_dimensions())
-        engine = await self._db.raw_engine()
-        with database_errors():
-            await migrations.upgrade(engine, options)
-        self._stored_dimensions = None
+        await self._db.migrate(self.new_database_dimensions())
         await self.check_dimensions()
 
     async def close(self) -> None:
         if self._owns_db:
             await self._db.close()
 
-    async def stored_dimensions(self) -> int:
-        """The dimension of the database's vector column (read once)."""
-        if self._stored_dimensions is None:
-            async with self._db.transaction() as conn:
-                found = await conn.scalar(sql(conn, DIMENSION))
-            if found is None:
-                raise ConfigurationError(
-                    f"The schema {self._db.schema!r} has no memories table: call setup() or run 'alembic upgrade head'."
-                )
-            self._stored_dimensions = int(found)
-        return self._stored_dimensions
-
     async def check_dimensions(self) -> int:
-        stored = await self.stored_dimensions()
-        if self.embedder.dimensions != stored:
-            raise ConfigurationError(
-                f"The embedder makes vectors of {self.embedder.dimensions} dimensions but the database stores "
-                f"{stored}: use an embedder of {stored} dimensions, or re-embed the database for the new one."
-            )
-        return stored
+        """The database's vector dimension; an embedder of another one is a ConfigurationError naming both."""
+        return await self._db.check_embedder(self.embedder.dimensions)
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed memory texts, checked against the database's dimension (called before a write opens)."""

@@ -105,7 +105,7 @@ def upgrade() -> None:
         sa.Column("role", sa.Text(), nullable=True),
         sa.Column("content", sa.Text(), nullable=True),
         sa.PrimaryKeyConstraint("org_id", "interaction_id", "msg_position", name="pk_messages"),
-        sa.CheckConstraint("msg_position >= 0", name="ck_messages_position_not_negative"),
+        sa.CheckConstraint("msg_position >= 0", name=op.f("ck_messages_position_not_negative")),
         sa.ForeignKeyConstraint(
             ["org_id", "interaction_id"],
             [f"{schema}.interactions.org_id", f"{schema}.interactions.interaction_id"],

@@ -8,6 +8,7 @@ their user's name, their agent's label and their source messages in the same sta
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from memora_pg.db import from_json, sql
 from memora_pg.graph.render import render
 from memora_pg.models import Memory, MessageBlock
 from memora_pg.schema import memories, memory_sources
+from memora_pg.vector import vector_literal
 
 logger = logging.getLogger(__name__)
 
@@ -348,3 +350,64 @@ async def resolve(conn: AsyncConnection, requests: Sequence[Requested], batches:
     for row in rows:
         results[row.batch].append(to_model(row))
     return results
+
+
+# -- changing one memory (the mem0-style API) ------------------------------------------------
+
+REWRITE = """
+WITH old AS (
+    SELECT memory_id, memory, user_id FROM {schema}.memories
+    WHERE org_id = :org_id AND memory_id = :memory_id
+    FOR UPDATE
+)
+UPDATE {schema}.memories AS m
+SET memory = :memory,
+    embedding = CAST(:embedding AS vector),
+    search_text = to_tsvector(CAST(:ts_config AS regconfig), :memory),
+    metadata = CAST(:metadata AS jsonb)
+FROM old
+WHERE m.org_id = :org_id AND m.memory_id = old.memory_id
+RETURNING old.memory AS old_memory, old.user_id
+"""
+
+
+async def rewrite(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    memory_id: uuid.UUID,
+    text: str,
+    embedding: Sequence[float],
+    metadata: dict[str, Any],
+    text_search_config: str,
+) -> tuple[str, str] | None:
+    """Replace a memory's text, vectors and metadata, keeping its id; (old text, user id), or None if missing."""
+    row = (
+        await conn.execute(
+            sql(conn, REWRITE),
+            {
+                "org_id": org_id,
+                "memory_id": memory_id,
+                "memory": text,
+                "embedding": vector_literal(embedding),
+                "ts_config": text_search_config,
+                "metadata": json.dumps(metadata),
+            },
+        )
+    ).one_or_none()
+    return (row.old_memory, row.user_id) if row else None
+
+
+async def delete_by_ids(
+    conn: AsyncConnection, *, org_id: str, memory_ids: Sequence[uuid.UUID]
+) -> list[tuple[uuid.UUID, str, str]]:
+    """Delete memories of the organization by id, repairing their chains; (id, user id, text) of each deleted."""
+    if not memory_ids:
+        return []
+    await relink_around(conn, org_id=org_id, memory_ids=memory_ids)
+    result = await conn.execute(
+        delete(memories)
+        .where(memories.c.org_id == org_id, memories.c.memory_id.in_(list(memory_ids)))
+        .returning(memories.c.memory_id, memories.c.user_id, memories.c.memory)
+    )
+    return [(row.memory_id, row.user_id, row.memory) for row in result]

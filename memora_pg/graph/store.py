@@ -16,12 +16,11 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg import migrations
 from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
-from memora_pg.errors import InvalidInputError, NotFoundError, database_errors
+from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.graph import agents, interactions, memories, orgs, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
@@ -89,10 +88,7 @@ class PostgresGraphDB(BaseGraphDB):
         one, an embedder of another dimension is a ``ConfigurationError`` naming both numbers.
         """
         native = await self._native_vector_db()
-        dimensions = native.new_database_dimensions() if native else None
-        engine = await self._db.raw_engine()
-        with database_errors():
-            await migrations.upgrade(engine, migrations.MigrationOptions.from_settings(self.settings, dimensions))
+        await self._db.migrate(native.new_database_dimensions() if native else None)
         if native is not None:
             await native.check_dimensions()
 

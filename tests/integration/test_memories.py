@@ -6,7 +6,8 @@ import uuid
 
 import pytest
 
-from memora_pg import InvalidInputError, Memory, NotFoundError, PostgresGraphDB
+from memora_pg import InvalidInputError, NotFoundError, PostgresGraphDB
+from memora_pg.models import Memory
 from tests.integration.helpers import World, chat, day, payload, world
 
 

@@ -170,3 +170,30 @@ def test_schema_names_must_be_plain_identifiers(bad: str) -> None:
     """The schema name is interpolated as an identifier, so only plain lower-case names are accepted."""
     with pytest.raises(ValueError, match=r"identifier|at least"):
         Settings(db_schema=bad)
+
+
+async def test_constraint_names_follow_the_convention_once(database_url: str) -> None:
+    """Every constraint of the schema is named by the convention, with its prefix exactly once."""
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            names = (
+                (
+                    await conn.execute(
+                        text(
+                            "SELECT conname FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace "
+                            "WHERE n.nspname = 'memora' AND c.contype IN ('p', 'f', 'c', 'u') "
+                            "AND c.conrelid <> 'memora.alembic_version'::regclass"
+                        )
+                    )
+                )
+                .scalars()
+                .all()
+            )
+    finally:
+        await engine.dispose()
+    assert names
+    for name in names:
+        prefix = name.split("_", 1)[0]
+        assert prefix in ("pk", "fk", "ck", "uq"), name
+        assert name.count(prefix + "_") == 1 or prefix == "fk", name

@@ -9,11 +9,16 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from memora_pg.graph import memories
+from memora_pg.graph.search import nearest_statement
+from memora_pg.mem0.filters import compile_filters
 from memora_pg.migrations import MigrationOptions, upgrade
+from memora_pg.schema import memories as memories_table
 from memora_pg.vector import search_sql, vector_literal
 from tests.conftest import _create_database, _drop_database
 
@@ -24,11 +29,13 @@ SEED = """
 INSERT INTO memora.organizations (org_id, org_name) VALUES ('org', 'Acme'), ('other', 'Other');
 INSERT INTO memora.users (org_id, user_id, user_name)
 SELECT org_id, 'u' || g, 'user ' || g FROM generate_series(1, {users}) AS g, (VALUES ('org'), ('other')) AS o(org_id);
-INSERT INTO memora.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
+INSERT INTO memora.memories
+    (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text, metadata)
 SELECT CASE WHEN g % 10 = 0 THEN 'other' ELSE 'org' END, gen_random_uuid(), 'u' || (g % {users} + 1), 'agent',
        'memory number ' || g, now() - g * interval '1 minute',
        (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, {dims}) AS d)::vector,
-       to_tsvector('simple', 'memory number ' || g)
+       to_tsvector('simple', 'memory number ' || g),
+       jsonb_build_object('category', CASE WHEN g % 100 = 1 THEN 'rare' ELSE 'common' END, 'n', g)
 FROM generate_series(1, {rows}) AS g;
 ANALYZE memora.memories;
 """
@@ -36,6 +43,27 @@ ANALYZE memora.memories;
 
 def _plan_text(plan: Any) -> str:
     return json.dumps(plan)
+
+
+class Explain(Executable, ClauseElement):
+    """EXPLAIN (FORMAT JSON) of a Core statement, with its parameters bound as usual."""
+
+    inherit_cache = False
+
+    def __init__(self, statement: Any) -> None:
+        self.statement = statement
+
+
+@compiles(Explain, "postgresql")
+def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
+    return "EXPLAIN (FORMAT JSON) " + str(compiler.process(element.statement, **kw))
+
+
+async def _explain_core(engine: AsyncEngine, statement: Any, params: dict[str, Any] | None = None) -> str:
+    async with engine.connect() as conn:
+        await conn.execute(text("SET hnsw.iterative_scan = relaxed_order"))
+        scoped = await conn.execution_options(schema_translate_map={None: "memora"})
+        return _plan_text((await scoped.execute(Explain(statement), params or {})).scalar())
 
 
 async def _explain(engine: AsyncEngine, statement: str, params: dict[str, Any]) -> str:
@@ -144,3 +172,42 @@ def _limit_reads_index(node: dict[str, Any], index: str) -> bool:
     if node["Node Type"] == "Limit" and children and children[0].get("Index Name") == index:
         return True
     return any(_limit_reads_index(child, index) for child in children)
+
+
+async def test_metadata_filter_uses_the_gin_index(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+    """A mem0 metadata filter keeping 1% of the rows is answered from the GIN index on metadata at scale."""
+    where = compile_filters({"agent_id": "agent", "category": "rare"})
+    statement = (
+        select(memories_table.c.memory_id)
+        .where(memories_table.c.org_id == "org", where)
+        .order_by(memories_table.c.obtained_at.desc(), memories_table.c.seq.desc())
+        .limit(20)
+    )
+    nodes = _nodes(await _explain_core(seeded, statement))
+    if scale[1] >= 10_000:
+        assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes, nodes
+    assert ("Seq Scan", None, "memories") not in nodes or scale[1] < 10_000
+
+
+async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+    """Pinned to a user: the user's rows sorted exactly. A selective metadata filter: its GIN index and an
+    exact sort (full top-k, never starved). A broad filter at scale: the HNSW index."""
+    params = {"query_nos": [0], "embeddings": [vector_literal([0.1] * DIMENSIONS)]}
+    user_scoped = nearest_statement(
+        org_id="org", where=compile_filters({"user_id": "u7", "category": "rare"}), k=10, exact=True
+    )
+    nodes = _nodes(await _explain_core(seeded, user_scoped, params))
+    assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
+    assert all(index != "ix_memories_embedding_hnsw" for _, index, _ in nodes)
+    selective = nearest_statement(
+        org_id="org", where=compile_filters({"agent_id": "agent", "category": "rare"}), k=10, exact=False
+    )
+    nodes = _nodes(await _explain_core(seeded, selective, params))
+    if scale[1] >= 10_000:
+        assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes
+    broad = nearest_statement(
+        org_id="org", where=compile_filters({"agent_id": "agent", "category": "common"}), k=10, exact=False
+    )
+    nodes = _nodes(await _explain_core(seeded, broad, params))
+    if scale[1] >= 10_000:
+        assert ("Index Scan", "ix_memories_embedding_hnsw", "memories") in nodes

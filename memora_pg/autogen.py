@@ -1,0 +1,552 @@
+"""AutoGen's memory protocol: ``ListMemory`` in a list, ``PostgresMemory`` in PostgreSQL.
+
+Both implement the protocol's ``Memory`` (``update_context``, ``query``, ``add``, ``clear``,
+``close``). With autogen-core installed (``pip install 'memora-pg[autogen]'``) the protocol's
+classes *are* AutoGen's, so AutoGen's agents and model contexts take these memories and their
+results as their own. Without it, compatible stand-ins with the same names and fields are
+defined here, and images are plain bytes with an ``image/*`` mime type.
+
+``PostgresMemory`` is a thin face over ``memora_pg.graph.contents``: it validates and
+converts, embeds before the transaction opens, and runs one transaction per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import builtins
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine, Mapping, Sequence
+from enum import Enum
+from typing import Any, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, field_serializer
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memora_pg.config import Settings
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder, default_embedder, embed_checked
+from memora_pg.errors import EmbeddingError, InvalidInputError, NotFoundError
+from memora_pg.graph import contents
+from memora_pg.graph.validate import no_nul
+
+
+class ModelContext(Protocol):
+    """What ``update_context`` needs of a model context: AutoGen's ``ChatCompletionContext`` or any look-alike."""
+
+    async def get_messages(self) -> Sequence[Any]: ...
+
+    async def add_message(self, message: Any) -> None: ...
+
+
+# -- the protocol's types: AutoGen's own when installed, compatible stand-ins otherwise --------
+#
+# This is the only place that decides. Everything below uses these names either way.
+try:
+    from autogen_core import CancellationToken, Image
+    from autogen_core.memory import Memory, MemoryContent, MemoryMimeType, MemoryQueryResult, UpdateContextResult
+    from autogen_core.models import SystemMessage
+
+    AUTOGEN_CORE = True
+except ImportError:
+    AUTOGEN_CORE = False
+
+    class CancellationToken:  # type: ignore[no-redef]
+        """Stand-in for typing: any object with AutoGen's ``is_cancelled()`` and ``link_future()`` works."""
+
+    class Image:  # type: ignore[no-redef]
+        """Stand-in: without autogen_core an image is ``bytes`` with an ``image/*`` mime type, never this."""
+
+    class MemoryMimeType(Enum):  # type: ignore[no-redef]
+        """Supported MIME types for memory content."""
+
+        TEXT = "text/plain"
+        JSON = "application/json"
+        MARKDOWN = "text/markdown"
+        IMAGE = "image/*"
+        BINARY = "application/octet-stream"
+
+    class MemoryContent(BaseModel):  # type: ignore[no-redef]
+        """A memory content item."""
+
+        content: str | bytes | dict[str, Any]
+        mime_type: MemoryMimeType | str
+        metadata: dict[str, Any] | None = None
+
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+
+        @field_serializer("mime_type")
+        def serialize_mime_type(self, mime_type: MemoryMimeType | str) -> str:
+            """Serialize the MIME type to a string."""
+            return mime_type.value if isinstance(mime_type, MemoryMimeType) else mime_type
+
+    class MemoryQueryResult(BaseModel):  # type: ignore[no-redef]
+        """Result of a memory ``query()``."""
+
+        results: list[MemoryContent]
+
+    class UpdateContextResult(BaseModel):  # type: ignore[no-redef]
+        """Result of a memory ``update_context()``."""
+
+        memories: MemoryQueryResult
+
+    class SystemMessage(BaseModel):  # type: ignore[no-redef]
+        """A system message for the model (AutoGen's shape)."""
+
+        content: str
+        type: Literal["SystemMessage"] = "SystemMessage"
+
+    class Memory(ABC):  # type: ignore[no-redef]
+        """The memory protocol: storage that can enrich a model context."""
+
+        component_type = "memory"
+
+        @abstractmethod
+        async def update_context(self, model_context: ModelContext) -> UpdateContextResult: ...
+
+        @abstractmethod
+        async def query(
+            self, query: str | MemoryContent, cancellation_token: CancellationToken | None = None, **kwargs: Any
+        ) -> MemoryQueryResult: ...
+
+        @abstractmethod
+        async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None: ...
+
+        @abstractmethod
+        async def clear(self) -> None: ...
+
+        @abstractmethod
+        async def close(self) -> None: ...
+
+
+__all__ = [
+    "AUTOGEN_CORE",
+    "Image",
+    "ListMemory",
+    "Memory",
+    "MemoryContent",
+    "MemoryMimeType",
+    "MemoryQueryResult",
+    "ModelContext",
+    "PostgresMemory",
+    "SystemMessage",
+    "UpdateContextResult",
+]
+
+
+# -- ListMemory --------------------------------------------------------------------------------
+
+
+class ListMemory(Memory):
+    """Simple chronological list-based memory, as AutoGen's ``ListMemory``.
+
+    Contents are kept in a list in the order they were added. ``update_context`` appends
+    all of them to the model context as one ``SystemMessage``; ``query`` returns all of them.
+    The list can be read and replaced through the ``content`` property.
+    """
+
+    def __init__(self, name: str | None = None, memory_contents: builtins.list[MemoryContent] | None = None) -> None:
+        self._name = name or "default_list_memory"
+        self._contents: builtins.list[MemoryContent] = memory_contents if memory_contents is not None else []
+
+    @property
+    def name(self) -> str:
+        """The memory instance identifier."""
+        return self._name
+
+    @property
+    def content(self) -> builtins.list[MemoryContent]:
+        """The stored contents, oldest first."""
+        return self._contents
+
+    @content.setter
+    def content(self, value: builtins.list[MemoryContent]) -> None:
+        self._contents = value
+
+    async def update_context(self, model_context: ModelContext) -> UpdateContextResult:
+        """Append every memory to ``model_context`` as one SystemMessage (nothing when empty)."""
+        if not self._contents:
+            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
+        lines = [f"{i}. {memory.content!s}" for i, memory in enumerate(self._contents, 1)]
+        text = "\nRelevant memory content (in chronological order):\n" + "\n".join(lines) + "\n"
+        await model_context.add_message(SystemMessage(content=text))
+        return UpdateContextResult(memories=MemoryQueryResult(results=self._contents))
+
+    async def query(
+        self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None, **kwargs: Any
+    ) -> MemoryQueryResult:
+        """Every memory, unfiltered; the query is ignored."""
+        return MemoryQueryResult(results=self._contents)
+
+    async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
+        self._contents.append(content)
+
+    async def clear(self) -> None:
+        self._contents = []
+
+    async def close(self) -> None:
+        """Nothing to release."""
+
+
+# -- PostgresMemory: validation and conversion -------------------------------------------------
+
+DEFAULT_ORG_ID = "default"
+DEFAULT_ORG_NAME = "default"
+MAX_K = 1_000
+MAX_NAME_CHARS = 10_000
+
+T = TypeVar("T")
+
+
+def _optional_id(value: object, what: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(f"`{what}` must be None or a non-empty string.")
+    no_nul(value, f"`{what}`")
+    return value
+
+
+def _check_k(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+        raise InvalidInputError(f"`k` must be an integer from 1 to {MAX_K}, not {value!r}.")
+    return value
+
+
+def _check_threshold(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
+        raise InvalidInputError(f"`score_threshold` must be None or a number from -1 to 1, not {value!r}.")
+    return float(value)
+
+
+def _mismatch(mime_type: str, kind: str, content: object) -> InvalidInputError:
+    expected = {"text": "a str", "json": "a dict (or a str holding a JSON object)", "image": "an Image or bytes"}
+    return InvalidInputError(
+        f"The mime type {mime_type!r} does not match the content: {kind} content must be "
+        f"{expected.get(kind, 'bytes')}, not {type(content).__name__}."
+    )
+
+
+def to_entry(content: object) -> tuple[contents.NewContent, str | None]:
+    """Validate a MemoryContent; return the entry to store and the text to embed (None: not searchable)."""
+    if not isinstance(content, MemoryContent):
+        raise InvalidInputError(f"Memory content must be a MemoryContent, not {type(content).__name__}.")
+    mime_type = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else content.mime_type
+    kind = contents.mime_kind(mime_type)
+    metadata = content.metadata
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInputError(f"`metadata` must be a dict or None, not {type(metadata).__name__}.")
+    stored_metadata = json.loads(contents.canonical_json(metadata, "`metadata`")) if metadata else None
+    value = content.content
+    if isinstance(value, str):
+        if kind == "text":
+            text = contents.check_text(value)
+            return contents.NewContent(mime_type=mime_type, text=text, metadata=stored_metadata), text
+        if kind != "json":
+            raise _mismatch(mime_type, kind, value)
+        # A str with the JSON mime type is accepted when it holds a JSON object, and stored as one.
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise InvalidInputError(f"Content with mime type {mime_type!r} is not valid JSON: {error}") from error
+        if not isinstance(value, dict):
+            raise InvalidInputError("JSON content must be an object (a dict), not another JSON value.")
+    if isinstance(value, dict):
+        if kind != "json":
+            raise _mismatch(mime_type, kind, value)
+        text = contents.canonical_json(value, "JSON content")
+        return contents.NewContent(mime_type=mime_type, json=json.loads(text), metadata=stored_metadata), text
+    if isinstance(value, bytes | bytearray):
+        if kind in ("text", "json"):
+            raise _mismatch(mime_type, kind, value)
+        data = contents.check_bytes(bytes(value))
+        return contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
+    if AUTOGEN_CORE and isinstance(value, Image):
+        if kind != "image":
+            raise _mismatch(mime_type, kind, value)
+        data = contents.check_bytes(base64.b64decode(value.to_base64()))  # PNG
+        return contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
+    raise InvalidInputError(
+        f"Unsupported content type {type(value).__name__}: use str (text, markdown), dict (JSON), bytes or an Image."
+    )
+
+
+def _mime_out(mime_type: str) -> MemoryMimeType | str:
+    try:
+        return MemoryMimeType(mime_type)
+    except ValueError:
+        return mime_type
+
+
+def _bytes_out(data: bytes, mime_type: str) -> bytes | Image:
+    if AUTOGEN_CORE and mime_type.lower().startswith("image/"):
+        try:
+            return Image.from_base64(base64.b64encode(data).decode("ascii"))
+        except Exception:  # bytes that are not a decodable image come back as bytes
+            return data
+    return data
+
+
+def to_memory_content(stored: contents.StoredContent) -> MemoryContent:
+    """The entry as the protocol's MemoryContent, with its original Python type restored."""
+    value: str | bytes | dict[str, Any] | Image
+    if stored.text is not None:
+        value = stored.text
+    elif stored.json is not None:
+        value = stored.json
+    else:
+        assert stored.data is not None  # the table's check constraint: exactly one content column
+        value = _bytes_out(stored.data, stored.mime_type)
+    metadata = dict(stored.metadata)
+    if stored.score is not None:
+        metadata["score"] = stored.score
+    return MemoryContent(content=value, mime_type=_mime_out(stored.mime_type), metadata=metadata or None)
+
+
+def _message_text(message: object) -> str | None:
+    """The text of a user message (AutoGen's UserMessage, or a dict/object with role "user"), else None."""
+    if isinstance(message, Mapping):
+        is_user = message.get("role") == "user" or message.get("type") == "UserMessage"
+        content = message.get("content")
+    else:
+        is_user = getattr(message, "type", None) == "UserMessage" or getattr(message, "role", None) == "user"
+        content = getattr(message, "content", None)
+    if not is_user:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list | tuple):
+        # AutoGen's multimodal content: str parts and images; the words are the query.
+        return "\n".join(part for part in content if isinstance(part, str))
+    return ""
+
+
+def _memory_line(content: object) -> str:
+    if isinstance(content, dict):
+        return json.dumps(content, ensure_ascii=False)
+    return str(content)
+
+
+async def _cancellable(token: CancellationToken | None, work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` as a task that ``token`` cancels (AutoGen's contract); a write then rolls back."""
+    if token is None:
+        return await work
+    if token.is_cancelled():
+        work.close()
+        raise asyncio.CancelledError
+    task = asyncio.ensure_future(work)
+    token.link_future(task)
+    return await task
+
+
+# -- PostgresMemory ------------------------------------------------------------------------------
+
+
+class PostgresMemory(Memory):
+    """A persistent, searchable AutoGen memory in memora_pg's database (table ``autogen_contents``).
+
+    ``name`` is the namespace. ``database_url`` or ``engine`` (which stays the caller's) or
+    neither (the configured URL, else the embedded server) chooses the database; ``settings``
+    the schema and pool. ``setup()`` brings the schema to head; nothing else migrates.
+
+    Scope: a memory object sees exactly the entries it could have written, those of its
+    organization and namespace whose ``user_id`` and ``agent_id`` equal its own, where None
+    matches only entries written without one. ``org_id=None`` is the built-in organization
+    ``"default"``, created by the first write; any other organization, and a ``user_id``, must
+    exist when writing (else ``NotFoundError``). Reads of a missing organization or user find
+    nothing; ``agent_id`` is a plain label.
+
+    Contents: text and markdown (str, any ``text/*`` mime type) and JSON (a dict, or a str
+    holding a JSON object, with ``application/json``) are embedded and searchable, JSON as its
+    canonical serialized text, and come back as str and dict. Bytes (any other mime type) and
+    images (``image/...``) are stored without an embedding: ``list()`` returns them,
+    ``query()`` never does. Images come back as AutoGen ``Image`` objects when autogen-core is
+    installed (PNG when given as an ``Image``), else as bytes. Mime types that are
+    ``MemoryMimeType`` values come back as its members; empty metadata comes back as None.
+
+    ``query()`` returns the ``k`` most similar entries, best first, each with its cosine
+    similarity as ``metadata["score"]`` beside its stored metadata, dropping those under
+    ``score_threshold``; both can be overridden per call (``query(q, k=3, score_threshold=0.5)``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        database_url: str | None = None,
+        engine: AsyncEngine | None = None,
+        embedder: Embedder | None = None,
+        k: int = 5,
+        score_threshold: float | None = None,
+        org_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise InvalidInputError("`name` (the memory's namespace) must be a non-empty string.")
+        if len(name) > MAX_NAME_CHARS:
+            raise InvalidInputError(f"`name` is limited to {MAX_NAME_CHARS:,} characters.")
+        no_nul(name, "`name`")
+        if database_url is not None and engine is not None:
+            raise InvalidInputError("Pass `database_url` or `engine`, not both.")
+        if database_url is not None and not isinstance(database_url, str):
+            raise InvalidInputError("`database_url` must be a string.")
+        if engine is not None and not isinstance(engine, AsyncEngine):
+            raise InvalidInputError("`engine` must be a SQLAlchemy AsyncEngine.")
+        self._db = Database(database_url if database_url is not None else engine, settings=settings or Settings())
+        self._scope = contents.Scope(
+            org_id=_optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
+            namespace=name,
+            user_id=_optional_id(user_id, "user_id"),
+            agent_id=_optional_id(agent_id, "agent_id"),
+        )
+        self._creates_org = org_id is None
+        self._embedder = embedder
+        self._k = _check_k(k)
+        self._score_threshold = _check_threshold(score_threshold)
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The namespace."""
+        return self._scope.namespace
+
+    @property
+    def org_id(self) -> str:
+        return self._scope.org_id
+
+    @property
+    def user_id(self) -> str | None:
+        return self._scope.user_id
+
+    @property
+    def agent_id(self) -> str | None:
+        return self._scope.agent_id
+
+    @property
+    def k(self) -> int:
+        return self._k
+
+    @property
+    def score_threshold(self) -> float | None:
+        return self._score_threshold
+
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder; without one given, the offline default (multilingual-e5-small) on first use."""
+        if self._embedder is None:
+            self._embedder = default_embedder()
+        return self._embedder
+
+    async def setup(self) -> None:
+        """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension."""
+        try:
+            dimensions = self.embedder.dimensions
+        except EmbeddingError:
+            dimensions = self._db.settings.embedding_dimensions
+        await self._db.migrate(dimensions)
+        await self.check_dimensions()
+
+    async def check_dimensions(self) -> int:
+        """The database's vector dimension (read once); a different embedder is a ConfigurationError."""
+        return await self._db.check_embedder(self.embedder.dimensions, table="autogen_contents")
+
+    async def close(self) -> None:
+        """Dispose of the engine if this memory created it (a caller's engine stays open); idempotent."""
+        await self._db.close()
+
+    # -- the protocol --------------------------------------------------------------------
+
+    async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
+        """Store one entry, in one transaction; the embedding is computed before it opens."""
+        entry, text = to_entry(content)
+        await _cancellable(cancellation_token, self._add(entry, text))
+
+    async def _add(self, entry: contents.NewContent, text: str | None) -> None:
+        embedding = None
+        if text is not None:
+            await self.check_dimensions()
+            [embedding] = await embed_checked(self.embedder, [text], query=False)
+        try:
+            async with self._db.transaction() as conn:
+                if self._creates_org:
+                    await contents.ensure_organization(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
+                await contents.insert_one(conn, scope=self._scope, entry=entry, embedding=embedding)
+        except NotFoundError as error:
+            missing = f"Organization {self.org_id!r}"
+            if self.user_id is not None:
+                missing += f" or its user {self.user_id!r}"
+            raise NotFoundError(f"{missing} does not exist.") from error
+
+    async def query(
+        self, query: str | MemoryContent, cancellation_token: CancellationToken | None = None, **kwargs: Any
+    ) -> MemoryQueryResult:
+        """The most similar searchable entries, best first, with ``metadata["score"]``.
+
+        ``query`` is a str or a MemoryContent of text, markdown or JSON. Keyword arguments
+        ``k`` and ``score_threshold`` override the memory's own for this call.
+        """
+        unknown = sorted(set(kwargs) - {"k", "score_threshold"})
+        if unknown:
+            raise InvalidInputError(f"query() takes the keyword arguments k and score_threshold, not {unknown}.")
+        k = _check_k(kwargs.get("k", self._k))
+        threshold = _check_threshold(kwargs.get("score_threshold", self._score_threshold))
+        if isinstance(query, str):
+            text = contents.check_text(query, "The query")
+        else:
+            _, embeddable = to_entry(query)
+            if embeddable is None:
+                raise InvalidInputError("Only text, markdown and JSON content can be a query.")
+            text = embeddable
+        if not text.strip():
+            raise InvalidInputError("The query is empty.")
+        return await _cancellable(cancellation_token, self._query(text, k, threshold))
+
+    async def _query(self, text: str, k: int, threshold: float | None) -> MemoryQueryResult:
+        await self.check_dimensions()
+        [embedding] = await embed_checked(self.embedder, [text], query=True)
+        async with self._db.transaction() as conn:
+            found = await contents.most_similar(conn, scope=self._scope, embedding=embedding, k=k, min_score=threshold)
+        return MemoryQueryResult(results=[to_memory_content(entry) for entry in found])
+
+    async def update_context(self, model_context: ModelContext) -> UpdateContextResult:
+        """Query with the last user message and append the results as one SystemMessage.
+
+        Works with any object that has async ``get_messages()`` and ``add_message()``. Without
+        a user message, or without results, nothing is added and the result is empty. A user
+        message never makes this fail: NUL characters are dropped from the query and a message
+        over the text limit is searched by its beginning.
+        """
+        messages = await model_context.get_messages()
+        text = next((t for t in map(_message_text, reversed(messages)) if t is not None), None)
+        query = (text or "").replace("\x00", "")[: contents.MAX_TEXT_CHARS]
+        if not query.strip():
+            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
+        found = await self.query(query)
+        if found.results:
+            lines = [f"{i}. {_memory_line(memory.content)}" for i, memory in enumerate(found.results, 1)]
+            await model_context.add_message(
+                SystemMessage(content="\nRelevant memory content:\n" + "\n".join(lines) + "\n")
+            )
+        return UpdateContextResult(memories=found)
+
+    async def clear(self) -> None:
+        """Delete this memory's entries (its namespace and scope only), in one transaction."""
+        async with self._db.transaction() as conn:
+            await contents.clear(conn, scope=self._scope)
+
+    # Last in the class: from here on the name ``list`` is this method, hence ``builtins.list``.
+    async def list(self) -> builtins.list[MemoryContent]:
+        """Every entry of this memory, searchable or not, oldest first (the only way to read bytes and images)."""
+        async with self._db.transaction() as conn:
+            found = await contents.list_all(conn, scope=self._scope)
+        return [to_memory_content(entry) for entry in found]

@@ -1,0 +1,237 @@
+"""Entries of the AutoGen memory protocol (``PostgresMemory``) in the ``autogen_contents`` table.
+
+An entry belongs to a scope: an organization, a namespace (the memory's name), and a user and
+an agent that may each be absent (NULL). Exactly one of ``content_text`` (text, markdown),
+``content_json`` (JSON objects) and ``content_bytes`` (bytes, images) holds the content;
+``embedding`` is set for the searchable kinds only, so bytes and images are listed but never
+returned by a similarity search. ``seq`` orders the entries of a scope chronologically.
+
+Plain async functions that take a connection and never commit, like the rest of ``graph/``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, delete, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg.errors import InvalidInputError
+from memora_pg.graph.validate import no_nul
+from memora_pg.schema import autogen_contents, organizations
+
+c = autogen_contents.c
+
+# Limits, checked before anything is written.
+MAX_TEXT_CHARS = 1_000_000  # text, markdown, serialized JSON and metadata, queries
+MAX_BYTES = 10 * 1024 * 1024  # bytes and images
+MAX_MIME_TYPE_CHARS = 255
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rows one memory object sees: those it could have written.
+
+    ``user_id`` and ``agent_id`` of None select the rows where that column IS NULL (written
+    without one), so a memory without a user never sees a user's entries, and vice versa.
+    """
+
+    org_id: str
+    namespace: str
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        # "= value" or "IS NULL" (not IS NOT DISTINCT FROM), so every term can use the btree
+        # ix_autogen_contents_namespace (org_id, namespace, user_id, agent_id, seq).
+        return [
+            c.org_id == self.org_id,
+            c.namespace == self.namespace,
+            c.user_id.is_(None) if self.user_id is None else c.user_id == self.user_id,
+            c.agent_id.is_(None) if self.agent_id is None else c.agent_id == self.agent_id,
+        ]
+
+
+@dataclass(frozen=True)
+class NewContent:
+    """One entry to write; exactly one of ``text``, ``json`` and ``data`` is set."""
+
+    mime_type: str
+    text: str | None = None
+    json: dict[str, Any] | None = None
+    data: bytes | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class StoredContent:
+    """One entry as read back; ``score`` is the cosine similarity for search results, else None."""
+
+    content_id: uuid.UUID
+    mime_type: str
+    text: str | None
+    json: dict[str, Any] | None
+    data: bytes | None
+    metadata: dict[str, Any]
+    score: float | None = None
+
+
+_COLUMNS = (c.content_id, c.mime_type, c.content_text, c.content_json, c.content_bytes, c.metadata)
+
+
+def _stored(row: RowMapping) -> StoredContent:
+    score = row.get("score")
+    return StoredContent(
+        content_id=row["content_id"],
+        mime_type=row["mime_type"],
+        text=row["content_text"],
+        json=row["content_json"],
+        data=row["content_bytes"],
+        metadata=dict(row["metadata"] or {}),
+        score=float(score) if score is not None else None,
+    )
+
+
+# -- what an entry may hold ------------------------------------------------------------------
+
+
+def mime_kind(mime_type: str) -> str:
+    """How an entry of this mime type is stored: "text" (any ``text/*``), "json", "image" or "binary"."""
+    if not isinstance(mime_type, str) or not mime_type:
+        raise InvalidInputError("`mime_type` must be a MemoryMimeType or a non-empty string.")
+    no_nul(mime_type, "`mime_type`")
+    base = mime_type.split(";", 1)[0].strip().lower()
+    major, _, minor = base.partition("/")
+    if len(mime_type) > MAX_MIME_TYPE_CHARS or not major or not minor:
+        raise InvalidInputError(f"`mime_type` must look like 'type/subtype', not {mime_type!r}.")
+    if base == "application/json":
+        return "json"
+    if major in ("text", "image"):
+        return major
+    return "binary"
+
+
+def check_text(text: str, what: str = "Text content") -> str:
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInputError(f"{what} is limited to {MAX_TEXT_CHARS:,} characters, not {len(text):,}.")
+    no_nul(text, what)
+    return text
+
+
+def check_bytes(data: bytes) -> bytes:
+    if len(data) > MAX_BYTES:
+        raise InvalidInputError(f"Binary and image content is limited to {MAX_BYTES:,} bytes, not {len(data):,}.")
+    return data
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every str in a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+
+
+def canonical_json(value: object, what: str) -> str:
+    """The one serialized text of a JSON value: what is embedded and, parsed back, what is stored."""
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError(f"{what} must be JSON-serializable (finite numbers, str keys): {error}") from error
+    if len(text) > MAX_TEXT_CHARS:
+        raise InvalidInputError(f"{what} is limited to {MAX_TEXT_CHARS:,} characters once serialized.")
+    if any("\x00" in s for s in _strings(value)):
+        # json.dumps escapes NUL as \u0000, which jsonb refuses
+        raise InvalidInputError(f"{what} must not contain NUL characters (PostgreSQL jsonb cannot store them).")
+    return text
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+async def ensure_organization(conn: AsyncConnection, *, org_id: str, org_name: str) -> None:
+    """Create the organization unless it exists (for the built-in default organization)."""
+    await conn.execute(
+        pg_insert(organizations).values(org_id=org_id, org_name=org_name).on_conflict_do_nothing(),
+    )
+
+
+async def insert_one(
+    conn: AsyncConnection, *, scope: Scope, entry: NewContent, embedding: Sequence[float] | None
+) -> uuid.UUID:
+    """Write one entry; a missing organization or user is a foreign-key violation (NotFoundError)."""
+    content_id = uuid.uuid4()
+    # Only the one content column is set: a None given to a JSONB column would be JSON null, not NULL.
+    content = {"content_text": entry.text, "content_json": entry.json, "content_bytes": entry.data}
+    await conn.execute(
+        insert(autogen_contents).values(
+            org_id=scope.org_id,
+            content_id=content_id,
+            namespace=scope.namespace,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            mime_type=entry.mime_type,
+            metadata=entry.metadata or {},
+            embedding=list(embedding) if embedding is not None else None,
+            **{column: value for column, value in content.items() if value is not None},
+        )
+    )
+    return content_id
+
+
+async def clear(conn: AsyncConnection, *, scope: Scope) -> int:
+    """Delete every entry of the scope; other namespaces and scopes are untouched."""
+    result = await conn.execute(delete(autogen_contents).where(*scope.conditions()))
+    return result.rowcount
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def most_similar_statement(*, scope: Scope, embedding: Sequence[float], k: int, min_score: float | None) -> Select[Any]:
+    """The ``k`` embedded entries of the scope most similar to ``embedding``, best first.
+
+    The score is the cosine similarity, 1 - (embedding <=> query). This is an exact scan of
+    the scope: the btree ix_autogen_contents_namespace finds its rows and they are all sorted
+    by distance. A namespace is small (an agent's notes, not a corpus), so this is fast, and
+    exact search never misses a neighbour the way an approximate index can under a filter;
+    the table has no HNSW index.
+    """
+    score = (1 - c.embedding.cosine_distance(list(embedding))).label("score")
+    stmt = (
+        select(*_COLUMNS, score)
+        .where(*scope.conditions(), c.embedding.is_not(None))
+        .order_by(score.desc(), c.seq)
+        .limit(k)
+    )
+    return stmt if min_score is None else stmt.where(score >= min_score)
+
+
+async def most_similar(
+    conn: AsyncConnection,
+    *,
+    scope: Scope,
+    embedding: Sequence[float],
+    k: int,
+    min_score: float | None,
+) -> list[StoredContent]:
+    """One statement: see :func:`most_similar_statement`."""
+    stmt = most_similar_statement(scope=scope, embedding=embedding, k=k, min_score=min_score)
+    return [_stored(row) for row in (await conn.execute(stmt)).mappings()]
+
+
+async def list_all(conn: AsyncConnection, *, scope: Scope) -> list[StoredContent]:
+    """Every entry of the scope, searchable or not, oldest first."""
+    stmt = select(*_COLUMNS).where(*scope.conditions()).order_by(c.seq)
+    return [_stored(row) for row in (await conn.execute(stmt)).mappings()]

@@ -1,0 +1,700 @@
+"""``AsyncMemory``: the durag/mem0 ``Memory`` API on memora_pg's tables, natively async.
+
+A collection (``vector_store.config.collection_name``, default ``mem0``) is an organization
+``mem0:<collection>``; mem0's ``user_id`` is a user of it (created on first write), its
+``agent_id`` the memory's agent, and ``run_id``, ``actor_id`` and ``role`` are kept in the
+memory's metadata as mem0 keeps them in its payload. A memory without a user belongs to the
+collection's user ``''``, without an agent to the agent ``''``.
+
+Every method is one transaction. ``add`` calls the language model and the embedder before
+it opens; all the changes it decides, with their history events, then commit together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy import and_, delete, select, true
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder, embed_checked
+from memora_pg.errors import LLMError
+from memora_pg.graph import history, memories
+from memora_pg.graph import validate as check
+from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.search import MEMORY_FIELDS, matching_text, nearest
+from memora_pg.ids import parse_memory_id
+from memora_pg.mem0 import filters as filter_language
+from memora_pg.mem0 import prompts
+from memora_pg.mem0.config import MemoryConfig
+from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
+from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
+from memora_pg.schema import memories as memories_table
+from memora_pg.schema import organizations, users
+
+NO_USER = ""
+NO_AGENT = ""
+PROCEDURAL = "procedural_memory"
+# Keys mem0 keeps beside the metadata in its payload; here they live in the metadata column.
+SESSION_KEYS = ("run_id", "actor_id", "role")
+INTERNAL_KEYS = ("updated_at", "hash", "data", "created_at")
+SIMILAR_PER_FACT = 5
+MAX_TOP_K = 1000
+
+
+class _Decision(BaseModel):
+    id: str | int
+    text: str = ""
+    event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
+    old_memory: str | None = None
+
+
+class _Decisions(BaseModel):
+    memory: list[_Decision]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    user_id: str
+    agent_id: str
+    run_id: str | None
+
+    def where(self) -> Any:
+        """Memories of exactly this user/agent/run scope (an absent id does not narrow)."""
+        conditions = []
+        if self.user_id:
+            conditions.append(memories_table.c.user_id == self.user_id)
+        if self.agent_id:
+            conditions.append(memories_table.c.agent_id == self.agent_id)
+        if self.run_id:
+            conditions.append(memories_table.c.metadata.op("@>")(_jsonb({"run_id": self.run_id})))
+        return and_(true(), *conditions)
+
+
+class AsyncMemory:
+    """The mem0-style memory on PostgreSQL (async). ``Memory`` is its synchronous shell."""
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        *,
+        engine: AsyncEngine | None = None,
+        embedder: Embedder | None = None,
+        llm: OpenAILLM | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.config = config or MemoryConfig()
+        settings = self.config.settings()
+        self._db = Database(engine, settings=settings)
+        self.collection = self.config.collection_name
+        self.org_id = f"mem0:{self.collection}"
+        self._embedder = embedder
+        self._llm = llm
+        self._reranker = reranker
+        self._ready_lock = asyncio.Lock()
+        self._ready = False
+
+    @classmethod
+    def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
+        try:
+            return cls(MemoryConfig.model_validate(dict(config_dict)))
+        except ValidationError as error:
+            raise DuragValidationError(f"Invalid configuration: {error}") from error
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self.config.build_embedder()
+        return self._embedder
+
+    @property
+    def llm(self) -> OpenAILLM:
+        if self._llm is None:
+            if self.config.llm.provider != "openai":
+                raise DuragValidationError(f"llm provider must be 'openai', not {self.config.llm.provider!r}")
+            self._llm = OpenAILLM.from_config(self.config.llm.config)
+        return self._llm
+
+    @property
+    def reranker(self) -> Reranker | None:
+        if self._reranker is None and self.config.reranker is not None:
+            options = self.config.reranker.config
+            self._reranker = LLMReranker(OpenAILLM.from_config(options) if options else self.llm)
+        return self._reranker
+
+    async def _prepare(self) -> None:
+        """Bring the schema to head once, and check the embedder's dimension against it."""
+        if self._ready:
+            return
+        async with self._ready_lock:
+            if self._ready:
+                return
+            await self._db.migrate(self.embedder.dimensions)
+            await self._db.check_embedder(self.embedder.dimensions)
+            self._ready = True
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
+        await self._prepare()
+        return await embed_checked(self.embedder, texts, query=query)
+
+    async def close(self) -> None:
+        await self._db.close()
+        if self._llm is not None:
+            await self._llm.aclose()
+
+    # -- add -----------------------------------------------------------------------------------
+
+    async def add(
+        self,
+        messages: str | dict[str, Any] | list[dict[str, Any]],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        infer: bool = True,
+        memory_type: str | None = None,
+        prompt: str | None = None,
+    ) -> dict[str, Any]:
+        """Remember ``messages``: facts chosen by the language model (``infer=True``) or the messages as given."""
+        scope = _scope(user_id, agent_id, run_id)
+        if metadata is not None and not isinstance(metadata, dict):
+            raise DuragValidationError("metadata must be a dict.")
+        if memory_type not in (None, PROCEDURAL):
+            raise DuragValidationError(f"memory_type must be None or {PROCEDURAL!r}, not {memory_type!r}.")
+        conversation = _messages(messages)
+        base = {k: v for k, v in (metadata or {}).items() if k not in (*SESSION_KEYS, *INTERNAL_KEYS)}
+        if scope.run_id:
+            base["run_id"] = scope.run_id
+        if memory_type == PROCEDURAL:
+            if not scope.agent_id:
+                raise DuragValidationError("A procedural memory needs an agent_id.")
+            return await self._add_procedural(conversation, scope, base, prompt)
+        if not infer:
+            return await self._add_raw(conversation, scope, base)
+        return await self._add_inferred(conversation, scope, base, prompt)
+
+    async def _add_raw(self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any]) -> dict[str, Any]:
+        kept = [m for m in conversation if m.get("role") != "system" and m.get("content")]
+        items = [_new(m["content"], {**base, "role": m.get("role", "user"), **_actor(m)}) for m in kept]
+        vectors = await self._embed([item.text for item in items], query=False)
+        items = [_with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
+        async with self._db.transaction() as conn:
+            await self._write_new(conn, scope, items)
+        return {"results": [_event(item, "ADD") for item in items]}
+
+    async def _add_procedural(
+        self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any], prompt: str | None
+    ) -> dict[str, Any]:
+        summary = await self.llm.complete(
+            [
+                {"role": "system", "content": prompt or prompts.PROCEDURAL_SUMMARY},
+                *conversation,
+                {"role": "user", "content": "Create the procedural memory of the conversation above."},
+            ],
+            json_object=False,
+        )
+        if not summary.strip():
+            raise LLMError("The language model returned an empty procedural memory.")
+        item = _new(summary.strip(), {**base, "memory_type": PROCEDURAL})
+        (vector,) = await self._embed([item.text], query=False)
+        item = _with_vector(item, vector)
+        async with self._db.transaction() as conn:
+            await self._write_new(conn, scope, [item])
+        return {"results": [_event(item, "ADD")]}
+
+    async def _add_inferred(
+        self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any], prompt: str | None
+    ) -> dict[str, Any]:
+        system = prompt or self.config.custom_fact_extraction_prompt or self.config.custom_instructions
+        answer = await self.llm.complete_json(
+            [
+                {"role": "system", "content": prompts.fact_extraction_prompt(system)},
+                {"role": "user", "content": "Input:\n" + prompts.conversation_text(conversation)},
+            ]
+        )
+        facts = answer.get("facts")
+        if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
+            raise LLMError('The language model\'s answer has no "facts" list of strings.')
+        facts = [f.strip() for f in facts if f.strip()]
+        if not facts:
+            return {"results": []}
+        for fact in facts:
+            check.memory_text(fact)
+
+        # Related memories of the same scope, one statement for all facts.
+        fact_vectors = await self._embed(facts, query=False)
+        async with self._db.transaction() as conn:
+            related = await nearest(
+                conn,
+                org_id=self.org_id,
+                vectors=fact_vectors,
+                where=scope.where(),
+                k=SIMILAR_PER_FACT,
+                exact=bool(scope.user_id),
+                ef_search=self._db.settings.hnsw_ef_search,
+            )
+        existing: dict[str, dict[str, Any]] = {}
+        for hits in related:
+            for row, _ in hits:
+                existing.setdefault(str(row["memory_id"]), row)
+        # The model sees small integers, not UUIDs, so it cannot invent a plausible id.
+        by_number = dict(enumerate(existing.values()))
+        shown = [{"id": str(n), "text": row["memory"]} for n, row in by_number.items()]
+        decided = await self.llm.complete_json(
+            [
+                {
+                    "role": "user",
+                    "content": prompts.update_decision_prompt(shown, facts, self.config.custom_update_memory_prompt),
+                }
+            ]
+        )
+        try:
+            decisions = _Decisions.model_validate(decided).memory
+        except ValidationError as error:
+            raise LLMError(
+                f"The language model's decisions are malformed: {error.error_count()} problem(s)."
+            ) from error
+
+        additions: list[NewMemory] = []
+        updates: list[tuple[dict[str, Any], str]] = []
+        deletions: list[dict[str, Any]] = []
+        for decision in decisions:
+            target = by_number.get(_number(decision.id)) if decision.event in ("UPDATE", "DELETE", "NONE") else None
+            if decision.event in ("UPDATE", "DELETE") and target is None:
+                raise LLMError(f"The language model named memory {decision.id!r}, which it was not shown.")
+            if decision.event in ("ADD", "UPDATE") and not decision.text.strip():
+                raise LLMError(f"The language model's {decision.event} has no text.")
+            if decision.event == "ADD":
+                check.memory_text(decision.text)
+                additions.append(_new(decision.text.strip(), dict(base)))
+            elif decision.event == "UPDATE" and target is not None:
+                check.memory_text(decision.text)
+                updates.append((target, decision.text.strip()))
+            elif decision.event == "DELETE" and target is not None:
+                deletions.append(target)
+        touched = [str(row["memory_id"]) for row, _ in updates] + [str(row["memory_id"]) for row in deletions]
+        if len(touched) != len(set(touched)):
+            raise LLMError("The language model decided twice about the same memory.")
+
+        vectors = await self._embed([i.text for i in additions] + [t for _, t in updates], query=False)
+        additions = [_with_vector(item, v) for item, v in zip(additions, vectors[: len(additions)], strict=True)]
+        update_vectors = vectors[len(additions) :]
+        results: list[dict[str, Any]] = []
+        async with self._db.transaction() as conn:
+            await self._write_new(conn, scope, additions)
+            results += [_event(item, "ADD") for item in additions]
+            events: list[history.Event] = []
+            for (row, new_text), vector in zip(updates, update_vectors, strict=True):
+                meta = {**row["metadata"], "updated_at": _now()}
+                changed = await memories.rewrite(
+                    conn,
+                    org_id=self.org_id,
+                    memory_id=row["memory_id"],
+                    text=new_text,
+                    embedding=vector,
+                    metadata=meta,
+                    text_search_config=self._db.settings.text_search_config,
+                )
+                if changed is None:
+                    raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
+                events.append(history.Event(row["memory_id"], changed[1], "UPDATE", changed[0], new_text))
+                results.append(
+                    {"id": str(row["memory_id"]), "memory": new_text, "event": "UPDATE", "previous_memory": changed[0]}
+                )
+            gone = await memories.delete_by_ids(
+                conn, org_id=self.org_id, memory_ids=[r["memory_id"] for r in deletions]
+            )
+            events += [history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone]
+            results += [{"id": str(memory_id), "memory": old, "event": "DELETE"} for memory_id, _, old in gone]
+            await history.record(conn, org_id=self.org_id, events=events)
+        return {"results": results}
+
+    async def _write_new(self, conn: AsyncConnection, scope: _Scope, items: Sequence[NewMemory]) -> None:
+        """New memories of the scope, their ADD events, and the collection and user rows they need."""
+        if not items:
+            return
+        await _ensure_owner(conn, self.org_id, self.collection, scope.user_id)
+        await memories.insert_many(
+            conn,
+            org_id=self.org_id,
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            interaction_id=None,
+            obtained_at=datetime.now(timezone.utc),
+            items=items,
+            text_search_config=self._db.settings.text_search_config,
+            searchable=True,
+        )
+        await history.record(
+            conn,
+            org_id=self.org_id,
+            events=[
+                history.Event(
+                    item.memory_id,
+                    scope.user_id,
+                    "ADD",
+                    None,
+                    item.text,
+                    actor_id=(item.metadata or {}).get("actor_id"),
+                    role=(item.metadata or {}).get("role"),
+                )
+                for item in items
+            ],
+        )
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 20,
+        filters: dict[str, Any] | None = None,
+        threshold: float | None = 0.1,
+        rerank: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The ``top_k`` memories most similar to ``query`` under ``filters``; score = cosine similarity."""
+        if not isinstance(query, str) or not query.strip():
+            raise DuragValidationError("query must be a non-empty string.")
+        check.no_nul(query, "queries")
+        combined = _filters(filters, kwargs)
+        _top_k(top_k)
+        if threshold is not None and not isinstance(threshold, int | float):
+            raise DuragValidationError("threshold must be a number.")
+        if rerank and self.reranker is None:
+            raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
+        where = filter_language.compile_filters(combined)
+        (vector,) = await self._embed([query], query=True)
+        async with self._db.transaction() as conn:
+            (hits,) = await nearest(
+                conn,
+                org_id=self.org_id,
+                vectors=[vector],
+                where=where,
+                k=top_k,
+                exact=filter_language.uses_user_scope(combined),
+                ef_search=self._db.settings.hnsw_ef_search,
+            )
+        if self.config.hybrid_search:
+            hits = await self._fused_with_text(query, where, hits, top_k)
+        found = [(row, score) for row, score in hits if threshold is None or score >= threshold]
+        if rerank and found and self.reranker is not None:
+            scores = await self.reranker.scores(query, [row["memory"] for row, _ in found])
+            found = sorted(((row, s) for (row, _), s in zip(found, scores, strict=True)), key=lambda pair: -pair[1])
+        return {"results": [_item(row, score) for row, score in found]}
+
+    async def _fused_with_text(
+        self, query: str, where: Any, dense: list[tuple[dict[str, Any], float]], top_k: int
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Reciprocal-rank fusion (k = 60) of the vector hits with PostgreSQL full-text hits.
+
+        The fused score is normalised so that first place in both lists scores 1.0.
+        """
+        async with self._db.transaction() as conn:
+            lexical = await matching_text(
+                conn,
+                org_id=self.org_id,
+                query=query,
+                where=where,
+                k=top_k,
+                text_search_config=self._db.settings.text_search_config,
+            )
+        best = 2 / (RRF_K + 1)
+        fused: dict[str, tuple[dict[str, Any], float]] = {}
+        for ranked in ([row for row, _ in dense], lexical):
+            for rank, row in enumerate(ranked):
+                key = str(row["memory_id"])
+                previous = fused.get(key, (row, 0.0))[1]
+                fused[key] = (row, previous + 1 / (RRF_K + 1 + rank))
+        ordered = sorted(fused.values(), key=lambda pair: -pair[1])[:top_k]
+        return [(row, score / best) for row, score in ordered]
+
+    async def get(self, memory_id: str) -> dict[str, Any] | None:
+        """The memory, or None when no memory of this collection has that id."""
+        parsed = parse_memory_id(memory_id)
+        if parsed is None:
+            return None
+        async with self._db.transaction() as conn:
+            row = (
+                await conn.execute(
+                    select(*MEMORY_FIELDS).where(
+                        memories_table.c.org_id == self.org_id, memories_table.c.memory_id == parsed
+                    )
+                )
+            ).one_or_none()
+        return _item(row._asdict()) if row else None
+
+    async def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
+        """Up to ``top_k`` memories matching ``filters``, newest first."""
+        combined = _filters(filters, kwargs)
+        _top_k(top_k)
+        where = filter_language.compile_filters(combined)
+        async with self._db.transaction() as conn:
+            rows = await conn.execute(
+                select(*MEMORY_FIELDS)
+                .where(memories_table.c.org_id == self.org_id, where)
+                .order_by(memories_table.c.obtained_at.desc(), memories_table.c.seq.desc())
+                .limit(top_k)
+            )
+            return {"results": [_item(row._asdict()) for row in rows]}
+
+    async def history(self, memory_id: str) -> list[dict[str, Any]]:
+        """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after."""
+        parsed = parse_memory_id(memory_id)
+        if parsed is None:
+            return []
+        async with self._db.transaction() as conn:
+            events = await history.for_memory(conn, org_id=self.org_id, memory_id=parsed)
+        return [
+            {
+                "id": str(e["event_id"]),
+                "memory_id": str(e["memory_id"]),
+                "old_memory": e["old_memory"],
+                "new_memory": e["new_memory"],
+                "event": e["event"],
+                "created_at": e["created_at"].isoformat(),
+                "updated_at": None,
+                "is_deleted": e["is_deleted"],
+                "actor_id": e["actor_id"],
+                "role": e["role"],
+            }
+            for e in events
+        ]
+
+    # -- changing ------------------------------------------------------------------------------
+
+    async def update(self, memory_id: str, data: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Replace the memory's text (and its metadata, when given); the id stays the same."""
+        check.memory_text(data)
+        if metadata is not None and not isinstance(metadata, dict):
+            raise DuragValidationError("metadata must be a dict.")
+        parsed = _existing_id(memory_id)
+        (vector,) = await self._embed([data], query=False)
+        async with self._db.transaction() as conn:
+            current = (
+                await conn.execute(
+                    select(memories_table.c.metadata).where(
+                        memories_table.c.org_id == self.org_id, memories_table.c.memory_id == parsed
+                    )
+                )
+            ).scalar_one_or_none()
+            if current is None:
+                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+            kept = {k: v for k, v in current.items() if k in SESSION_KEYS}
+            given = current if metadata is None else {k: v for k, v in metadata.items() if k not in INTERNAL_KEYS}
+            changed = await memories.rewrite(
+                conn,
+                org_id=self.org_id,
+                memory_id=parsed,
+                text=data,
+                embedding=vector,
+                metadata={**given, **kept, "updated_at": _now()},
+                text_search_config=self._db.settings.text_search_config,
+            )
+            assert changed is not None  # the row is locked by rewrite's FOR UPDATE after the read above
+            await history.record(
+                conn, org_id=self.org_id, events=[history.Event(parsed, changed[1], "UPDATE", changed[0], data)]
+            )
+        return {"message": "Memory updated successfully!"}
+
+    async def delete(self, memory_id: str) -> dict[str, Any]:
+        parsed = _existing_id(memory_id)
+        async with self._db.transaction() as conn:
+            gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=[parsed])
+            if not gone:
+                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+            await history.record(
+                conn,
+                org_id=self.org_id,
+                events=[history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone],
+            )
+        return {"message": "Memory deleted successfully!"}
+
+    async def delete_all(
+        self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> dict[str, Any]:
+        """Delete every memory of the given user, agent and/or run (at least one is required)."""
+        if not (user_id or agent_id or run_id):
+            raise DuragValidationError(
+                "At least one filter is required to delete all memories. "
+                "If you want to delete all memories, use the `reset()` method."
+            )
+        scope = _scope(user_id, agent_id, run_id)
+        async with self._db.transaction() as conn:
+            doomed = (
+                (
+                    await conn.execute(
+                        select(memories_table.c.memory_id).where(memories_table.c.org_id == self.org_id, scope.where())
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=list(doomed))
+            await history.record(
+                conn,
+                org_id=self.org_id,
+                events=[history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone],
+            )
+        return {"message": "Memories deleted successfully!"}
+
+    async def reset(self) -> None:
+        """Forget the whole collection: its memories, their vectors, its history and its users."""
+        async with self._db.transaction() as conn:
+            await conn.execute(delete(organizations).where(organizations.c.org_id == self.org_id))
+
+
+RRF_K = 60
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _jsonb(value: dict[str, Any]) -> Any:
+    from sqlalchemy import cast, literal
+    from sqlalchemy.dialects.postgresql import JSONB
+
+    return cast(literal(value, JSONB), JSONB)
+
+
+def _optional_id(name: str, value: object) -> str:
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise DuragValidationError(f"{name} must be a string.")
+    check.no_nul(value, name)
+    if len(value) > check.MAX_NAME_LENGTH:
+        raise DuragValidationError(f"{name} is limited to {check.MAX_NAME_LENGTH} characters.")
+    return value
+
+
+def _scope(user_id: object, agent_id: object, run_id: object) -> _Scope:
+    scope = _Scope(
+        _optional_id("user_id", user_id) or NO_USER,
+        _optional_id("agent_id", agent_id) or NO_AGENT,
+        _optional_id("run_id", run_id) or None,
+    )
+    if not (scope.user_id or scope.agent_id or scope.run_id):
+        raise DuragValidationError("At least one of 'user_id', 'agent_id', or 'run_id' must be provided.")
+    return scope
+
+
+def _filters(filters: dict[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The filters, with mem0 1.x's ``user_id=``/``agent_id=``/``run_id=`` keywords folded in."""
+    if filters is not None and not isinstance(filters, dict):
+        raise DuragValidationError("filters must be a dict.")
+    combined = dict(filters or {})
+    for key in ("user_id", "agent_id", "run_id"):
+        if kwargs.get(key):
+            combined[key] = kwargs.pop(key)
+    if "limit" in kwargs:
+        raise DuragValidationError("Use top_k instead of limit.")
+    if not filter_language.entity_ids(combined):
+        raise DuragValidationError("filters must contain at least one of 'user_id', 'agent_id' or 'run_id'.")
+    return combined
+
+
+def _top_k(top_k: object) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 < top_k <= MAX_TOP_K:
+        raise DuragValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}.")
+
+
+def _messages(messages: object) -> list[dict[str, str]]:
+    if isinstance(messages, str):
+        found: list[Any] = [{"role": "user", "content": messages}]
+    elif isinstance(messages, dict):
+        found = [messages]
+    elif isinstance(messages, list):
+        found = messages
+    else:
+        raise DuragValidationError("messages must be a string, a message dict or a list of message dicts.")
+    checked = []
+    for message in found:
+        if not isinstance(message, dict) or not isinstance(message.get("content", ""), str):
+            raise DuragValidationError("Each message must be a dict with a string 'content'.")
+        for value in message.values():
+            if isinstance(value, str):
+                check.no_nul(value, "messages")
+        checked.append({k: v for k, v in message.items() if isinstance(v, str)})
+    return checked
+
+
+def _actor(message: dict[str, str]) -> dict[str, str]:
+    return {"actor_id": message["name"]} if message.get("name") else {}
+
+
+def _new(text: str, metadata: dict[str, Any]) -> NewMemory:
+    check.memory_text(text)
+    return NewMemory(memory_id=uuid.uuid4(), text=text, positions=(), metadata=metadata)
+
+
+def _with_vector(item: NewMemory, vector: list[float]) -> NewMemory:
+    return NewMemory(memory_id=item.memory_id, text=item.text, positions=(), embedding=vector, metadata=item.metadata)
+
+
+def _event(item: NewMemory, event: str) -> dict[str, Any]:
+    result: dict[str, Any] = {"id": str(item.memory_id), "memory": item.text, "event": event}
+    for key in ("actor_id", "role"):
+        if (item.metadata or {}).get(key):
+            result[key] = (item.metadata or {})[key]
+    return result
+
+
+def _number(value: str | int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
+def _existing_id(memory_id: object) -> uuid.UUID:
+    parsed = parse_memory_id(memory_id)
+    if parsed is None:
+        raise MemoryNotFoundError(f"No memory with id {memory_id!r}.")
+    return parsed
+
+
+def _item(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
+    """A memory as mem0 returns it: session ids promoted out of the metadata, times as ISO strings."""
+    stored = dict(row["metadata"] or {})
+    item: dict[str, Any] = {
+        "id": str(row["memory_id"]),
+        "memory": row["memory"],
+        "hash": hashlib.md5(row["memory"].encode(), usedforsecurity=False).hexdigest(),
+        "metadata": {k: v for k, v in stored.items() if k not in (*SESSION_KEYS, *INTERNAL_KEYS)},
+        "created_at": row["obtained_at"].isoformat(),
+        "updated_at": stored.get("updated_at"),
+    }
+    if score is not None:
+        item["score"] = score
+    if row["user_id"]:
+        item["user_id"] = row["user_id"]
+    if row["agent_id"]:
+        item["agent_id"] = row["agent_id"]
+    for key in SESSION_KEYS:
+        if stored.get(key) is not None:
+            item[key] = stored[key]
+    return item
+
+
+async def _ensure_owner(conn: AsyncConnection, org_id: str, collection: str, user_id: str) -> None:
+    """The collection's organization and the user exist after this (created if needed, never changed)."""
+    from sqlalchemy.dialects.postgresql import insert as upsert
+
+    await conn.execute(upsert(organizations).values(org_id=org_id, org_name=collection).on_conflict_do_nothing())
+    await conn.execute(
+        upsert(users).values(org_id=org_id, user_id=user_id, user_name=user_id or "(no user)").on_conflict_do_nothing()
+    )
