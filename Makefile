@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The upstream Memora agent with its exact pins, beside memora_pg (proves the two install together).
 MEMORA_BIN := .venv-memora/bin
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install clean bench
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,15 +25,19 @@ $(MEMORA_BIN)/.installed: pyproject.toml
 demo: install
 	$(BIN)/memora-pg demo
 
-# The whole suite, once on PostgreSQL 18 and once on 16 (both from the embedded wheel).
+# Lint and types; the upstream Memora agent's own code against memora_pg in its pinned
+# environment; then the whole suite on PostgreSQL 16 and on 18 (both from the embedded wheel).
 # MEMORA_PG_TEST_DATABASE_URL=postgresql://... runs it against another server instead.
-# Then the upstream Memora agent's own code against memora_pg, in its pinned environment.
 test: install $(MEMORA_BIN)/.installed
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
 	MEMORA_PG_TEST_POSTGRES=16 $(MEMORA_BIN)/pytest tests/upstream
 	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream
 	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream
+
+# Benchmarks at scale (not part of the tests): see bench/README.md and BENCHMARKS.md.
+bench: install
+	$(BIN)/python -m bench.run --scale 10k,100k --out BENCHMARKS.md
 
 lint: install
 	$(BIN)/ruff check memora_pg tests alembic

@@ -477,10 +477,18 @@ class PostgresMemory(Memory):
             await self.check_dimensions()
             [embedding] = await embed_checked(self.embedder, [text], query=False)
         try:
-            async with self._db.transaction() as conn:
+            async with self._db.transaction(org_id=self._scope.org_id) as conn:
                 if self._creates_org:
                     await contents.ensure_organization(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
-                await contents.insert_one(conn, scope=self._scope, entry=entry, embedding=embedding)
+                content_id = await contents.insert_one(conn, scope=self._scope, entry=entry, embedding=embedding)
+                await self._db.audit(
+                    conn,
+                    org_id=self._scope.org_id,
+                    method="autogen.add",
+                    user_id=self._scope.user_id,
+                    agent_id=self._scope.agent_id,
+                    ids={"namespace": self._scope.namespace, "content_id": str(content_id)},
+                )
         except NotFoundError as error:
             missing = f"Organization {self.org_id!r}"
             if self.user_id is not None:
@@ -514,7 +522,7 @@ class PostgresMemory(Memory):
     async def _query(self, text: str, k: int, threshold: float | None) -> MemoryQueryResult:
         await self.check_dimensions()
         [embedding] = await embed_checked(self.embedder, [text], query=True)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self._scope.org_id) as conn:
             found = await contents.most_similar(conn, scope=self._scope, embedding=embedding, k=k, min_score=threshold)
         return MemoryQueryResult(results=[to_memory_content(entry) for entry in found])
 
@@ -541,12 +549,20 @@ class PostgresMemory(Memory):
 
     async def clear(self) -> None:
         """Delete this memory's entries (its namespace and scope only), in one transaction."""
-        async with self._db.transaction() as conn:
-            await contents.clear(conn, scope=self._scope)
+        async with self._db.transaction(org_id=self._scope.org_id) as conn:
+            if await contents.clear(conn, scope=self._scope):
+                await self._db.audit(
+                    conn,
+                    org_id=self._scope.org_id,
+                    method="autogen.clear",
+                    user_id=self._scope.user_id,
+                    agent_id=self._scope.agent_id,
+                    ids={"namespace": self._scope.namespace},
+                )
 
     # Last in the class: from here on the name ``list`` is this method, hence ``builtins.list``.
     async def list(self) -> builtins.list[MemoryContent]:
         """Every entry of this memory, searchable or not, oldest first (the only way to read bytes and images)."""
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self._scope.org_id) as conn:
             found = await contents.list_all(conn, scope=self._scope)
         return [to_memory_content(entry) for entry in found]

@@ -48,21 +48,48 @@ class Settings(BaseSettings):
         default=384, gt=0, le=16000, description="Dimension of the vector column on a new database."
     )
 
-    pool_size: int = Field(default=5, ge=1)
-    max_overflow: int = Field(default=10, ge=0)
-    pool_timeout: float = Field(default=30.0, gt=0)
+    read_database_url: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("MEMORA_PG_READ_DATABASE_URL", "read_database_url"),
+        description="postgresql:// URL of a read-only replica of the database; unset means none.",
+    )
+    read_from_replica: bool = Field(
+        default=True,
+        description="Send gets, listings and searches to read_database_url when one is set; writes never go there.",
+    )
+
+    # One pool per engine: the primary's, and the replica's when read_database_url is set.
+    pool_size: int = Field(default=5, ge=1, description="Connections each pool keeps open.")
+    max_overflow: int = Field(default=10, ge=0, description="Connections a pool may open beyond pool_size.")
+    pool_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds to wait for a free connection before a DatabaseError."
+    )
     pool_recycle: int = Field(default=1800, description="Seconds after which a pooled connection is replaced.")
-    pool_pre_ping: bool = True
+    pool_pre_ping: bool = Field(default=True, description="Test each connection as it leaves the pool.")
     statement_cache_size: int = Field(
         default=100, ge=0, description="asyncpg prepared-statement cache; 0 behind pgbouncer in transaction mode."
     )
-    statement_timeout_ms: int | None = Field(default=None, ge=0)
+    statement_timeout_ms: int | None = Field(
+        default=None, ge=0, description="Sent as a startup parameter (pgbouncer refuses it: set it on the role)."
+    )
 
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
     text_search_config: str = Field(default="simple", description="Full-text configuration of the lexical arm.")
     search_mode: Literal["hybrid", "dense"] = "hybrid"
+    row_level_security: bool = Field(
+        default=False,
+        description="Set memora.org_id in every transaction, for a database role that row-level security "
+        "restricts to one organization (see docs/security.md).",
+    )
+    audit: bool = Field(default=True, description="Record every mutation in the audit_log table.")
+    contradiction_chains: Literal["branch", "linear"] = Field(
+        default="branch",
+        description="branch: as upstream, a memory contradicted twice has two current versions. linear: a "
+        "contradiction of a superseded memory supersedes the chain's current version, so a chain never forks, "
+        "even under concurrent updates.",
+    )
 
     embedded_data_dir: Path = Field(default_factory=default_data_dir)
     embedded_postgres_version: Literal[16, 18] = 18
@@ -79,3 +106,9 @@ class Settings(BaseSettings):
     def url(self) -> str | None:
         """The configured database URL, or None for the embedded server."""
         return self.database_url.get_secret_value() if self.database_url else None
+
+    def read_url(self) -> str | None:
+        """The URL reads go to, or None when reads stay on the primary."""
+        if self.read_database_url is None or not self.read_from_replica:
+            return None
+        return self.read_database_url.get_secret_value()

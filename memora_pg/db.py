@@ -3,25 +3,38 @@
 Every public method of the stores runs inside exactly one ``unit_of_work``: one
 transaction on one pooled connection, committed when the block ends and rolled back
 when anything raises, with driver errors translated into the package's family.
+
+With ``read_database_url`` set, a ``Database`` has a second engine on a read-only replica:
+transactions opened with ``read_only=True`` (the stores' gets, listings and searches) run
+there, everything else on the primary. ``Database.primary_reads()`` sends reads to the
+primary for a block of code that must read its own writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
 from pydantic import SecretStr
 from sqlalchemy import TextClause, event, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memora_pg import embedded
 from memora_pg.config import Settings
-from memora_pg.errors import ConfigurationError, database_errors
+from memora_pg.errors import ConfigurationError, DatabaseError, database_errors
+
+# SQLSTATE 25006: a write on a hot standby, or in a transaction that is READ ONLY.
+READ_ONLY_SQL_TRANSACTION = "25006"
+
+# True inside ``Database.primary_reads()``: reads go to the primary for read-your-writes.
+_PRIMARY_READS: ContextVar[bool] = ContextVar("memora_pg_primary_reads", default=False)
 
 
 def asyncpg_url(url: str) -> str:
@@ -58,6 +71,10 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         connect_args["server_settings"]["statement_timeout"] = str(settings.statement_timeout_ms)
     if settings.statement_cache_size == 0:
         # Behind pgbouncer in transaction mode no prepared statement may outlive its transaction.
+        # With both caches off, asyncpg (>= 0.29) prepares SQLAlchemy's statements unnamed, so no
+        # name can collide on a shared server connection and none is left behind there; unique
+        # names (``prepared_statement_name_func``) would instead leave one named statement per
+        # query on pgbouncer's server connections.
         connect_args["prepared_statement_cache_size"] = 0
     return create_async_engine(
         url,
@@ -82,9 +99,52 @@ def scoped(engine: AsyncEngine, schema: str) -> AsyncEngine:
 @asynccontextmanager
 async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     """One transaction: committed at the end of the block, rolled back if it raises."""
-    with database_errors():
+    with deployment_errors(engine):
         async with engine.begin() as conn:
             yield conn
+
+
+@contextmanager
+def deployment_errors(engine: AsyncEngine) -> Iterator[None]:
+    """``database_errors``, with the two failures that a deployment setting causes named as such.
+
+    An exhausted pool (SQLAlchemy's ``TimeoutError``) is a ``DatabaseError`` about the pool,
+    and a write refused as read-only (SQLSTATE 25006: the URL names a replica) is a
+    ``ConfigurationError``; everything else is translated by ``errors.database_errors``.
+    """
+    with database_errors():
+        try:
+            yield
+        except sa_exc.TimeoutError as error:
+            raise DatabaseError(
+                f"No pooled connection became free within pool_timeout ({_pool_status(engine)}): raise "
+                "MEMORA_PG_POOL_SIZE, MEMORA_PG_MAX_OVERFLOW or MEMORA_PG_POOL_TIMEOUT, or hold connections "
+                "for less time."
+            ) from error
+        except sa_exc.DBAPIError as error:
+            if _sqlstate(error) == READ_ONLY_SQL_TRANSACTION:
+                raise ConfigurationError(
+                    "The database refused a write because it is read-only (SQLSTATE 25006): writes need the "
+                    "primary. Check that MEMORA_PG_DATABASE_URL names the primary, not a replica "
+                    "(replicas belong in MEMORA_PG_READ_DATABASE_URL)."
+                ) from error
+            raise
+
+
+def _pool_status(engine: AsyncEngine) -> str:
+    pool = engine.sync_engine.pool
+    try:
+        return pool.status()
+    except NotImplementedError:  # pragma: no cover - every pool that can time out reports its status
+        return type(pool).__name__
+
+
+def _sqlstate(error: sa_exc.DBAPIError) -> str | None:
+    for candidate in (error.orig, getattr(error.orig, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None)
+        if isinstance(code, str):
+            return code
+    return None
 
 
 def count_statements(engine: AsyncEngine) -> list[str]:
@@ -104,6 +164,10 @@ class Database:
     An engine passed in stays the caller's (``close()`` leaves it open); one made from a URL
     or the embedded server is disposed by ``close()``. The graph and the vector store it
     creates share one ``Database``, so they share the pool and the transactions.
+
+    With ``settings.read_database_url`` (and ``read_from_replica``, the default), a second
+    engine on that replica serves the transactions opened with ``read_only=True``; it is
+    always this object's own and ``close()`` disposes of it.
     """
 
     def __init__(self, database: str | AsyncEngine | None = None, *, settings: Settings) -> None:
@@ -114,6 +178,8 @@ class Database:
         self._raw: AsyncEngine | None = self._given
         self._scoped: AsyncEngine | None = scoped(self._given, settings.db_schema) if self._given else None
         self._lock = asyncio.Lock()
+        self._replica: AsyncEngine | None = None
+        self._replica_scoped: AsyncEngine | None = None
         self._dimensions: dict[str, int] = {}
         self.closed = False
 
@@ -141,12 +207,69 @@ class Database:
             return None
         return (self._raw.url.render_as_string(hide_password=True), self.schema)
 
+    async def read_engine(self) -> AsyncEngine:
+        """The engine reads go to: the replica's when one is configured, else the primary's.
+
+        Inside ``primary_reads()`` it is always the primary's.
+        """
+        replica_url = self.settings.read_url()
+        if replica_url is None or _PRIMARY_READS.get():
+            return await self.engine()
+        if self._replica_scoped is None:
+            async with self._lock:
+                if self._replica_scoped is None:
+                    self._replica = create_engine(asyncpg_url(replica_url), self.settings)
+                    self._replica_scoped = scoped(self._replica, self.schema)
+        return self._replica_scoped
+
+    @staticmethod
+    @contextmanager
+    def primary_reads() -> Iterator[None]:
+        """Send reads to the primary inside the block (read-your-writes despite replication lag).
+
+        It holds for every memora_pg store used in the block, including tasks started inside
+        it (a context variable), and for nothing outside it.
+        """
+        token = _PRIMARY_READS.set(True)
+        try:
+            yield
+        finally:
+            _PRIMARY_READS.reset(token)
+
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction on a pooled connection; driver errors come out as the package's errors."""
-        engine = await self.engine()
+    async def transaction(
+        self, *, read_only: bool = False, org_id: str | None = None
+    ) -> AsyncIterator[AsyncConnection]:
+        """One transaction on a pooled connection; driver errors come out as the package's errors.
+
+        ``read_only=True`` marks a transaction that only reads: it runs on the replica when one
+        is configured. A write in it is refused there as a ``ConfigurationError``.
+
+        With ``row_level_security`` on, the transaction is scoped to ``org_id`` (``SET LOCAL``
+        through ``set_config(..., true)``): the database's policies then show and accept only
+        that organization's rows, and nothing at all when no organization is given.
+        """
+        engine = await (self.read_engine() if read_only else self.engine())
         async with unit_of_work(engine) as conn:
+            if self.settings.row_level_security:
+                await conn.execute(TENANT, {"org_id": org_id or ""})
             yield conn
+
+    async def audit(
+        self,
+        conn: AsyncConnection,
+        *,
+        org_id: str,
+        method: str,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        ids: dict[str, Any] | None = None,
+    ) -> None:
+        """Record a mutation in the audit log, in the caller's transaction (unless auditing is off)."""
+        if self.settings.audit:
+            from memora_pg.graph import audit
+
+            await audit.record(conn, org_id=org_id, method=method, user_id=user_id, agent_id=agent_id, ids=ids)
 
     async def migrate(self, dimensions: int | None = None) -> None:
         """Bring the schema to head; on a new database the vector columns get ``dimensions``."""
@@ -154,8 +277,12 @@ class Database:
 
         options = migrations.MigrationOptions.from_settings(self.settings, dimensions)
         engine = await self.raw_engine()
-        with database_errors():
+        with deployment_errors(engine):
             await migrations.upgrade(engine, options)
+        self._dimensions.clear()
+
+    def forget_dimensions(self) -> None:
+        """Read the vector columns' dimensions again on next use (after a re-embedding switched them)."""
         self._dimensions.clear()
 
     async def check_embedder(self, embedder_dimensions: int, table: str = "memories") -> int:
@@ -185,6 +312,8 @@ class Database:
         if self.closed:
             return
         self.closed = True
+        if self._replica is not None:
+            await self._replica.dispose()
         if self._given is None and self._raw is not None:
             await self._raw.dispose()
 
@@ -198,6 +327,9 @@ def sql(conn: AsyncConnection, template: str) -> TextClause:
     """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
     schema = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
     return _in_schema(template, schema)
+
+
+TENANT = text("SELECT set_config('memora.org_id', :org_id, true)")
 
 
 def from_json(value: Any) -> Any:

@@ -8,6 +8,7 @@ use the same ``env.py`` through :func:`run_env`.
 from __future__ import annotations
 
 import asyncio
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,8 @@ def script_location() -> Path:
 
 
 def alembic_config(options: MigrationOptions, connection: Connection | None = None) -> Config:
-    config = Config()
+    # Alembic's default stdout is bound when alembic is imported; take the current one.
+    config = Config(stdout=sys.stdout)
     config.set_main_option("script_location", str(script_location()))
     config.attributes[_OPTIONS_KEY] = options
     if connection is not None:

@@ -236,6 +236,40 @@ memory_history = Table(
 )
 
 
+audit_log = Table(
+    "audit_log",
+    metadata,
+    # Who did what, when: one row per mutation, written in the mutation's own transaction.
+    Column("org_id", Text, primary_key=True),
+    Column("event_id", Uuid(as_uuid=True), primary_key=True),
+    # Set when the mutation concerns one user, so that erasing the user erases these rows too.
+    Column("user_id", Text, nullable=True),
+    Column("agent_id", Text, nullable=True),
+    Column("method", Text, nullable=False),
+    Column("ids", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
+    ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
+    Index("ix_audit_log_recent", "org_id", text("at DESC")),
+)
+
+# The tables an organization's rows live in, for row-level security and for erasure.
+TENANT_TABLES = (
+    "organizations",
+    "users",
+    "agents",
+    "interactions",
+    "messages",
+    "memories",
+    "memory_sources",
+    "memory_updates",
+    "memory_history",
+    "autogen_contents",
+    "audit_log",
+)
+
+
 @lru_cache(maxsize=8)
 def metadata_in(schema: str) -> MetaData:
     """The same tables placed in ``schema``, for comparing them with a migrated database."""

@@ -153,7 +153,7 @@ class PgVectorDB(BaseVectorDB):
             raise InvalidInputError("obtained_at must be an ISO 8601 datetime string") from error
         vectors = await self.embed_documents(memories)
         try:
-            async with self._db.transaction() as conn:
+            async with self._db.transaction(org_id=org_id) as conn:
                 await upsert(
                     conn,
                     org_id=org_id,
@@ -164,6 +164,14 @@ class PgVectorDB(BaseVectorDB):
                     vectors=vectors,
                     obtained_at=at,
                     text_search_config=self._db.settings.text_search_config,
+                )
+                await self._db.audit(
+                    conn,
+                    org_id=org_id,
+                    method="vector.add_memories",
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    ids={"memory_ids": [str(i) for i in ids]},
                 )
         except NotFoundError as error:
             raise NotFoundError("User (`org_id`, `user_id`) does not exist.") from error
@@ -177,18 +185,24 @@ class PgVectorDB(BaseVectorDB):
         ids = [parsed for parsed in (_maybe_uuid(memory_id) for memory_id in memory_ids or []) if parsed]
         if not ids:
             return
+        # Unscoped by its upstream signature: it finds the ids in any organization (and, under
+        # row-level security, in none), so it is not audited per organization.
         async with self._db.transaction() as conn:
             await conn.execute(sql(conn, UNSEARCHABLE_BY_ID), {"memory_ids": ids})
 
     async def delete_all_user_memories(self, org_id: str, user_id: str) -> None:
         check.require(check.ORG_AND_USER, org_id, user_id)
-        async with self._db.transaction() as conn:
-            await conn.execute(sql(conn, UNSEARCHABLE_FOR_USER), {"org_id": org_id, "user_id": user_id})
+        async with self._db.transaction(org_id=org_id) as conn:
+            result = await conn.execute(sql(conn, UNSEARCHABLE_FOR_USER), {"org_id": org_id, "user_id": user_id})
+            if result.rowcount:
+                await self._db.audit(conn, org_id=org_id, method="vector.delete_all_user_memories", user_id=user_id)
 
     async def delete_all_organization_memories(self, org_id: str) -> None:
         check.require(check.ORG_ID, org_id)
-        async with self._db.transaction() as conn:
-            await conn.execute(sql(conn, UNSEARCHABLE_FOR_ORG), {"org_id": org_id})
+        async with self._db.transaction(org_id=org_id) as conn:
+            result = await conn.execute(sql(conn, UNSEARCHABLE_FOR_ORG), {"org_id": org_id})
+            if result.rowcount:
+                await self._db.audit(conn, org_id=org_id, method="vector.delete_all_organization_memories")
 
     # -- searching -----------------------------------------------------------------------
 
@@ -230,7 +244,7 @@ class PgVectorDB(BaseVectorDB):
             check.no_nul(query, "queries")
         await self.check_dimensions()
         vectors = await embed_checked(self.embedder, queries, query=True)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await search(
                 conn,
                 vectors=vectors,
@@ -365,7 +379,8 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
         FULL JOIN ({lexical}) AS lexical ON lexical.memory_id = dense.memory_id"""
         keep = f"fused.score > {MIN_FUSED_SCORE}"
     return f"""
-WITH q AS (
+-- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
+WITH q AS MATERIALIZED (
     SELECT given.query_no,
            CAST(given.embedding AS vector) AS embedding,
            -- any word of the query may match (upstream's lexical arm is a sparse model, not a phrase)

@@ -50,34 +50,37 @@ async def create(
     return bool(owners.user_exists), bool(owners.agent_exists)
 
 
-# Locks the interaction row so that concurrent updates of one interaction run one after the
-# other, and reads its messages and whether the agent exists, in one statement.
+# Locks the interaction row, so that concurrent updates of one interaction run one after the
+# other, and says whether the agent exists.
 LOCK_FOR_UPDATE = """
 SELECT EXISTS (SELECT 1 FROM {schema}.agents AS a WHERE a.org_id = i.org_id AND a.agent_id = :agent_id)
-           AS agent_exists,
-       (SELECT json_agg(json_build_array(g.role, g.content) ORDER BY g.msg_position)
-        FROM {schema}.messages AS g
-        WHERE g.org_id = i.org_id AND g.interaction_id = i.interaction_id) AS messages
+           AS agent_exists
 FROM {schema}.interactions AS i
 WHERE i.org_id = :org_id AND i.user_id = :user_id AND i.interaction_id = :interaction_id
 FOR UPDATE OF i
+"""
+
+# Read after the lock is held, in a statement of its own: under READ COMMITTED a new statement
+# sees what the update that held the lock before us committed; the locking statement's own
+# subqueries would still see the snapshot taken before it waited.
+STORED_MESSAGES = """
+SELECT json_agg(json_build_array(role, content) ORDER BY msg_position) AS messages
+FROM {schema}.messages
+WHERE org_id = :org_id AND interaction_id = :interaction_id
 """
 
 
 async def lock_for_update(
     conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, agent_id: str
 ) -> tuple[list[Message], bool] | None:
-    """The stored messages and whether the agent exists, or None when the interaction does not."""
-    row = (
-        await conn.execute(
-            sql(conn, LOCK_FOR_UPDATE),
-            {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id, "agent_id": agent_id},
-        )
-    ).one_or_none()
-    if row is None:
+    """Lock the interaction; its stored messages and whether the agent exists, or None when it does not exist."""
+    params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id, "agent_id": agent_id}
+    locked = (await conn.execute(sql(conn, LOCK_FOR_UPDATE), params)).one_or_none()
+    if locked is None:
         return None
-    stored = [Message(role, content) for role, content in from_json(row.messages) or []]
-    return stored, bool(row.agent_exists)
+    messages = await conn.scalar(sql(conn, STORED_MESSAGES), params)
+    stored = [Message(role, content) for role, content in from_json(messages) or []]
+    return stored, bool(locked.agent_exists)
 
 
 def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
@@ -215,26 +218,30 @@ async def list_for_user(
     return [_to_model(row) for row in await conn.execute(sql(conn, PAGE), params)]
 
 
-# Locks the interaction and lists the memories it produced: the set to delete is decided inside
-# the deleting transaction, after any concurrent update of the interaction has committed.
 LOCK_FOR_DELETE = """
-SELECT ARRAY(
-           SELECT m.memory_id FROM {schema}.memories AS m
-           WHERE m.org_id = i.org_id AND m.interaction_id = i.interaction_id
-       ) AS memory_ids
-FROM {schema}.interactions AS i
-WHERE i.org_id = :org_id AND i.user_id = :user_id AND i.interaction_id = :interaction_id
-FOR UPDATE OF i
+SELECT 1 FROM {schema}.interactions
+WHERE org_id = :org_id AND user_id = :user_id AND interaction_id = :interaction_id
+FOR UPDATE
+"""
+
+# Read after the lock, in its own statement, so that memories added by an update that committed
+# while we waited are seen too (see STORED_MESSAGES).
+PRODUCED_MEMORIES = """
+SELECT memory_id FROM {schema}.memories WHERE org_id = :org_id AND interaction_id = :interaction_id
 """
 
 
 async def memory_ids(
     conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str
 ) -> list[uuid.UUID] | None:
-    """Lock the interaction and list the memories it produced; None when it does not exist."""
+    """Lock the interaction and list the memories it produced; None when it does not exist.
+
+    The set to delete is decided inside the deleting transaction, after the lock is held.
+    """
     params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id}
-    row = (await conn.execute(sql(conn, LOCK_FOR_DELETE), params)).one_or_none()
-    return None if row is None else list(row.memory_ids)
+    if (await conn.execute(sql(conn, LOCK_FOR_DELETE), params)).one_or_none() is None:
+        return None
+    return list((await conn.execute(sql(conn, PRODUCED_MEMORIES), params)).scalars())
 
 
 async def delete_one(
@@ -252,7 +259,10 @@ async def delete_one(
     )
 
 
-async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> None:
-    """Delete every interaction of the user with its messages, and every memory of the user."""
-    await memories.delete_for_user(conn, org_id=org_id, user_id=user_id)
-    await conn.execute(delete(interactions).where(interactions.c.org_id == org_id, interactions.c.user_id == user_id))
+async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> int:
+    """Delete every interaction of the user with its messages, and every memory of the user; rows deleted."""
+    removed = await memories.delete_for_user(conn, org_id=org_id, user_id=user_id)
+    result = await conn.execute(
+        delete(interactions).where(interactions.c.org_id == org_id, interactions.c.user_id == user_id)
+    )
+    return removed + result.rowcount

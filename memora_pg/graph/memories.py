@@ -54,11 +54,13 @@ async def insert_many(
     items: Sequence[NewMemory],
     text_search_config: str,
     searchable: bool,
+    linear: bool = False,
 ) -> list[uuid.UUID]:
     """Write memories with their sources and contrary links; return the ids of those left unlinked.
 
     ``searchable`` memories get their embedding and full-text vector in the same row; the
-    others are written without (no vector store is associated).
+    others are written without (no vector store is associated). ``linear`` chains link each
+    contrary memory to the current version of its target's chain (see :func:`link_linear`).
     """
     if not items:
         return []
@@ -95,6 +97,8 @@ async def insert_many(
     contrary = [item for item in items if item.supersedes is not None]
     if not contrary:
         return []
+    if linear:
+        return await link_linear(conn, org_id=org_id, user_id=user_id, contrary=contrary)
     linked = await conn.execute(
         sql(conn, LINK_CONTRARY),
         {
@@ -117,6 +121,76 @@ JOIN {schema}.memories AS old
   ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id
 RETURNING new_memory_id
 """
+
+
+# The oldest version of each target's chain, locked: every contradiction anywhere in a chain
+# waits for the others, so two of them can never both see the same current version.
+LOCK_CHAIN_ROOTS = """
+WITH RECURSIVE older(org_id, memory_id) AS (
+    SELECT org_id, memory_id FROM {schema}.memories
+    WHERE org_id = :org_id AND user_id = :user_id AND memory_id = ANY(CAST(:old_ids AS uuid[]))
+  UNION
+    SELECT edge.org_id, edge.old_memory_id
+    FROM older JOIN {schema}.memory_updates AS edge
+      ON edge.org_id = older.org_id AND edge.new_memory_id = older.memory_id
+)
+SELECT root.memory_id FROM {schema}.memories AS root
+WHERE root.org_id = :org_id
+  AND root.memory_id IN (
+      SELECT memory_id FROM older
+      WHERE NOT EXISTS (
+          SELECT 1 FROM {schema}.memory_updates AS edge
+          WHERE edge.org_id = older.org_id AND edge.new_memory_id = older.memory_id
+      )
+  )
+ORDER BY root.memory_id
+FOR UPDATE OF root
+"""
+
+# Link one contrary memory to the current version of its target's chain (the newest one
+# reachable that has no newer version itself).
+LINK_TO_CURRENT = """
+WITH RECURSIVE newer(memory_id) AS (
+    SELECT memory_id FROM {schema}.memories
+    WHERE org_id = :org_id AND user_id = :user_id AND memory_id = :old_id
+  UNION
+    SELECT edge.new_memory_id
+    FROM newer JOIN {schema}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
+)
+INSERT INTO {schema}.memory_updates (org_id, new_memory_id, old_memory_id)
+SELECT :org_id, :new_id, current_version.memory_id
+FROM newer
+JOIN {schema}.memories AS current_version
+  ON current_version.org_id = :org_id AND current_version.memory_id = newer.memory_id
+WHERE NOT EXISTS (
+    SELECT 1 FROM {schema}.memory_updates AS edge
+    WHERE edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
+)
+ORDER BY current_version.seq DESC
+LIMIT 1
+RETURNING new_memory_id
+"""
+
+
+async def link_linear(
+    conn: AsyncConnection, *, org_id: str, user_id: str, contrary: Sequence[NewMemory]
+) -> list[uuid.UUID]:
+    """Link each contrary memory after its target chain's current version, one at a time, chains locked.
+
+    The lock is taken first; the links are then read and written in statements of their own,
+    which under READ COMMITTED see every contradiction committed while this one waited.
+    """
+    params = {"org_id": org_id, "user_id": user_id}
+    await conn.execute(sql(conn, LOCK_CHAIN_ROOTS), {**params, "old_ids": [item.supersedes for item in contrary]})
+    unlinked = []
+    for item in contrary:
+        linked = await conn.execute(
+            sql(conn, LINK_TO_CURRENT), {**params, "old_id": item.supersedes, "new_id": item.memory_id}
+        )
+        if linked.one_or_none() is None:
+            unlinked.append(item.memory_id)
+    return unlinked
 
 
 # Successors of memories about to be deleted are re-attached to the nearest predecessor that
@@ -226,11 +300,12 @@ WITH RECURSIVE older(depth, org_id, memory_id) AS (
     SELECT older.depth + 1, edge.org_id, edge.old_memory_id
     FROM older
     JOIN {{schema}}.memory_updates AS edge
-      ON edge.org_id = older.org_id AND edge.new_memory_id = older.memory_id
+      -- the constant org_id lets Citus run the recursion on the organization's one shard
+      ON edge.org_id = :org_id AND edge.new_memory_id = older.memory_id
 )
 SELECT {MEMORY_COLUMNS}
 FROM older
-JOIN {{schema}}.memories AS m ON m.org_id = older.org_id AND m.memory_id = older.memory_id
+JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = older.memory_id
 {WITH_NAMES_AND_SOURCES}
 ORDER BY older.depth
 """

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memora_pg.ids import new_short_id
 from memora_pg.models import Organization
 from memora_pg.schema import organizations
 
 
-async def create(conn: AsyncConnection, *, org_name: str) -> Organization:
-    stmt = insert(organizations).values(org_id=new_short_id(), org_name=org_name).returning(*organizations.c)
+async def create(conn: AsyncConnection, *, org_id: str, org_name: str) -> Organization:
+    stmt = insert(organizations).values(org_id=org_id, org_name=org_name).returning(*organizations.c)
     return Organization.model_validate((await conn.execute(stmt)).one()._asdict())
 
 
@@ -34,9 +33,3 @@ async def get(conn: AsyncConnection, *, org_id: str) -> Organization | None:
 async def list_all(conn: AsyncConnection, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
     stmt = select(organizations).order_by(organizations.c.created_at, organizations.c.org_id).offset(skip).limit(limit)
     return [Organization.model_validate(row._asdict()) for row in await conn.execute(stmt)]
-
-
-async def delete_one(conn: AsyncConnection, *, org_id: str) -> bool:
-    """Delete the organization; foreign keys cascade to its users, agents, interactions and memories."""
-    result = await conn.execute(delete(organizations).where(organizations.c.org_id == org_id))
-    return result.rowcount > 0

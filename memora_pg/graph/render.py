@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?P<kind>user_|agent_)[A-Za-z0-9-]+", re.IGNORECASE)
+_TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?P<kind>user_|agent_)[A-Za-z0-9-]+", re.IGNORECASE | re.ASCII)
 
 
 def render(text: str, *, user_name: str | None, agent_label: str | None) -> str:

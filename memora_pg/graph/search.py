@@ -36,12 +36,13 @@ def nearest_statement(*, org_id: str, where: ColumnElement[bool], k: int, exact:
     queries = (
         func.unnest(
             bindparam("query_nos", type_=ARRAY(Integer)),
-            bindparam("embeddings", type_=ARRAY(Text)),
+            # Cast once, as an array: a per-row cast would parse the vector for every row compared.
+            cast(bindparam("embeddings", type_=ARRAY(Text)), ARRAY(VECTOR())),
         )
         .table_valued("query_no", "embedding")
         .render_derived(name="q")
     )
-    distance = memories.c.embedding.cosine_distance(cast(queries.c.embedding, VECTOR()))
+    distance = memories.c.embedding.cosine_distance(queries.c.embedding)
     # "+ 0" hides the ordering from the HNSW index: the exact path sorts the matching rows (ties by
     # insertion order); the index path orders by distance alone, which the index can deliver.
     order = (distance + literal(0, Float), memories.c.seq) if exact else (distance,)

@@ -21,7 +21,7 @@ from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import agents, interactions, memories, orgs, users
+from memora_pg.graph import agents, erase, interactions, memories, orgs, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory, Requested
@@ -124,30 +124,44 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def create_organization(self, org_name: str) -> Organization:
         check.require_name(check.ORG_NAME, org_name)
-        async with self._db.transaction() as conn:
-            return await orgs.create(conn, org_name=org_name)
+        org_id = new_short_id()
+        async with self._db.transaction(org_id=org_id) as conn:
+            org = await orgs.create(conn, org_id=org_id, org_name=org_name)
+            await self._db.audit(conn, org_id=org_id, method="create_organization")
+        return org
 
     async def update_organization(self, org_id: str, new_org_name: str) -> Organization:
         check.require(check.ORG_AND_NEW_NAME, org_id, new_org_name)
         check.require_name(check.ORG_AND_NEW_NAME, new_org_name)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             org = await orgs.rename(conn, org_id=org_id, org_name=new_org_name)
+            if org is not None:
+                await self._db.audit(conn, org_id=org_id, method="update_organization")
         if org is None:
             raise NotFoundError(ORG_MISSING)
         return org
 
     async def delete_organization(self, org_id: str) -> None:
         """Delete the organization and everything it owns, embeddings included, in one transaction."""
+        await self.erase_organization(org_id)
+
+    async def erase_organization(self, org_id: str) -> dict[str, int]:
+        """``delete_organization``, returning how many rows of each kind were removed.
+
+        Every table's rows of the organization go, audit rows and history included; nothing of it
+        remains to search for afterwards.
+        """
         check.require(check.ORG_ID, org_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction() as conn:
-            await orgs.delete_one(conn, org_id=org_id)
+        async with self._db.transaction(org_id=org_id) as conn:
+            counts = await erase.erase_organization(conn, org_id=org_id)
             if foreign is not None:
                 await foreign.delete_all_organization_memories(org_id)
+        return counts
 
     async def get_organization(self, org_id: str) -> Organization:
         check.require(check.ORG_ID, org_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             org = await orgs.get(conn, org_id=org_id)
         if org is None:
             raise NotFoundError(ORG_MISSING)
@@ -156,7 +170,8 @@ class PostgresGraphDB(BaseGraphDB):
     async def get_all_organizations(self, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
         """Every organization, oldest first; ``skip``/``limit`` page through them."""
         skip, limit = _optional_paging(skip, limit)
-        async with self._db.transaction() as conn:
+        # Under row-level security this lists only... nothing: no organization is named.
+        async with self._db.transaction(read_only=True) as conn:
             return await orgs.list_all(conn, skip=skip, limit=limit)
 
     # -- agents --------------------------------------------------------------------------
@@ -165,8 +180,10 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_AGENT_LABEL, org_id, agent_label)
         check.require_name(check.ORG_AND_AGENT_LABEL, agent_label)
         owner = check.optional_id(check.AGENT_USER_ID, user_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             agent = await agents.create(conn, org_id=org_id, agent_label=agent_label, user_id=owner)
+            if agent is not None:
+                await self._db.audit(conn, org_id=org_id, method="create_agent", user_id=owner, agent_id=agent.agent_id)
         if agent is None:
             raise NotFoundError("Failed to create agent.")
         return agent
@@ -174,8 +191,10 @@ class PostgresGraphDB(BaseGraphDB):
     async def update_agent(self, org_id: str, agent_id: str, new_agent_label: str) -> Agent:
         check.require(check.UPDATE_AGENT, org_id, agent_id, new_agent_label)
         check.require_name(check.UPDATE_AGENT, new_agent_label)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             agent = await agents.relabel(conn, org_id=org_id, agent_id=agent_id, agent_label=new_agent_label)
+            if agent is not None:
+                await self._db.audit(conn, org_id=org_id, method="update_agent", agent_id=agent_id)
         if agent is None:
             raise NotFoundError(AGENT_MISSING)
         return agent
@@ -183,12 +202,13 @@ class PostgresGraphDB(BaseGraphDB):
     async def delete_agent(self, org_id: str, agent_id: str) -> None:
         """Delete only the agent; interactions and memories keep its id and stay readable."""
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
-        async with self._db.transaction() as conn:
-            await agents.delete_one(conn, org_id=org_id, agent_id=agent_id)
+        async with self._db.transaction(org_id=org_id) as conn:
+            if await agents.delete_one(conn, org_id=org_id, agent_id=agent_id):
+                await self._db.audit(conn, org_id=org_id, method="delete_agent", agent_id=agent_id)
 
     async def get_agent(self, org_id: str, agent_id: str) -> Agent:
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             agent = await agents.get(conn, org_id=org_id, agent_id=agent_id)
         if agent is None:
             raise NotFoundError(AGENT_MISSING)
@@ -198,7 +218,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Every agent of the organization, user-specific ones included; oldest first."""
         check.require(check.ORG_ID, org_id)
         skip, limit = _optional_paging(skip, limit)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await agents.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
 
     async def get_all_user_agents(
@@ -207,7 +227,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Only the agents created for this user (not the org-wide ones); oldest first."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         skip, limit = _optional_paging(skip, limit)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await agents.list_for_org(conn, org_id=org_id, user_id=user_id, skip=skip, limit=limit)
 
     # -- users ---------------------------------------------------------------------------
@@ -215,8 +235,10 @@ class PostgresGraphDB(BaseGraphDB):
     async def create_user(self, org_id: str, user_name: str) -> User:
         check.require(check.ORG_AND_USER_NAME, org_id, user_name)
         check.require_name(check.ORG_AND_USER_NAME, user_name)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             user = await users.create(conn, org_id=org_id, user_name=user_name)
+            if user is not None:
+                await self._db.audit(conn, org_id=org_id, method="create_user", user_id=user.user_id)
         if user is None:
             raise NotFoundError("Failed to create user.")
         return user
@@ -224,24 +246,37 @@ class PostgresGraphDB(BaseGraphDB):
     async def update_user(self, org_id: str, user_id: str, new_user_name: str) -> User:
         check.require(check.UPDATE_USER, org_id, user_id, new_user_name)
         check.require_name(check.UPDATE_USER, new_user_name)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             user = await users.rename(conn, org_id=org_id, user_id=user_id, user_name=new_user_name)
+            if user is not None:
+                await self._db.audit(conn, org_id=org_id, method="update_user", user_id=user_id)
         if user is None:
             raise NotFoundError(USER_MISSING)
         return user
 
     async def delete_user(self, org_id: str, user_id: str) -> None:
         """Delete the user with its interactions, memories, embeddings and user-specific agents."""
+        await self.erase_user(org_id, user_id)
+
+    async def erase_user(self, org_id: str, user_id: str) -> dict[str, int]:
+        """``delete_user``, returning how many rows of each kind were removed.
+
+        History events, AutoGen entries and audit rows that name the user go too. The erase is
+        audited without naming the user: the audit row holds only the counts.
+        """
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction() as conn:
-            await users.delete_one(conn, org_id=org_id, user_id=user_id)
+        async with self._db.transaction(org_id=org_id) as conn:
+            counts = await erase.erase_user(conn, org_id=org_id, user_id=user_id)
+            if counts["users"]:
+                await self._db.audit(conn, org_id=org_id, method="erase_user", ids={"removed": counts})
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
+        return counts
 
     async def get_user(self, org_id: str, user_id: str) -> User:
         check.require(check.ORG_AND_USER, org_id, user_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             user = await users.get(conn, org_id=org_id, user_id=user_id)
         if user is None:
             raise NotFoundError(USER_MISSING)
@@ -251,7 +286,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Every user of the organization, oldest first."""
         check.require(check.ORG_ID, org_id)
         skip, limit = _optional_paging(skip, limit)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await users.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
 
     # -- interactions --------------------------------------------------------------------
@@ -267,7 +302,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         write = await self._prepare(memories_and_interaction)
         interaction_id = new_short_id()
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             user_exists, agent_exists = await interactions.create(
                 conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=write.at
             )
@@ -276,6 +311,9 @@ class PostgresGraphDB(BaseGraphDB):
                 conn, org_id=org_id, interaction_id=interaction_id, start=0, new=write.messages
             )
             unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
+            await self._audit_write(
+                conn, "save_interaction_with_memories", org_id, user_id, agent_id, interaction_id, write
+            )
         _warn_unlinked(unlinked)
         return interaction_id, write.at
 
@@ -295,7 +333,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
         write = await self._prepare(updated_memories_and_interaction)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             locked = await interactions.lock_for_update(
                 conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, agent_id=agent_id
             )
@@ -311,6 +349,9 @@ class PostgresGraphDB(BaseGraphDB):
             )
             await interactions.touch(conn, org_id=org_id, interaction_id=interaction_id, agent_id=agent_id, at=write.at)
             unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
+            await self._audit_write(
+                conn, "update_interaction_and_memories", org_id, user_id, agent_id, interaction_id, write
+            )
         _warn_unlinked(unlinked)
         return interaction_id, write.at
 
@@ -341,6 +382,7 @@ class PostgresGraphDB(BaseGraphDB):
             items=write.items,
             text_search_config=self.settings.text_search_config,
             searchable=write.native is not None,
+            linear=self.settings.contradiction_chains == "linear",
         )
         if write.foreign is not None and write.items:
             # Upstream's order for a store outside this database: last, before the commit.
@@ -358,7 +400,7 @@ class PostgresGraphDB(BaseGraphDB):
         self, org_id: str, user_id: str, interaction_id: str, with_messages: bool = True, with_memories: bool = True
     ) -> Interaction:
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             found = await interactions.get_one(
                 conn,
                 org_id=org_id,
@@ -383,7 +425,7 @@ class PostgresGraphDB(BaseGraphDB):
         """The user's interactions, most recently updated first, in one statement."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         skip, limit = check.paging(skip, limit)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await interactions.list_for_user(
                 conn,
                 org_id=org_id,
@@ -398,12 +440,19 @@ class PostgresGraphDB(BaseGraphDB):
         """Delete the interaction, its messages and the memories it produced; raises if it does not exist."""
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             doomed = await interactions.memory_ids(conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id)
             if doomed is None:
                 raise NotFoundError(INTERACTION_MISSING)
             await interactions.delete_one(
                 conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, memory_ids=doomed
+            )
+            await self._db.audit(
+                conn,
+                org_id=org_id,
+                method="delete_user_interaction_and_its_memories",
+                user_id=user_id,
+                ids={"interaction_id": interaction_id, "memory_ids": [str(m) for m in doomed]},
             )
             if foreign is not None and doomed:
                 await foreign.delete_memories([str(memory_id) for memory_id in doomed])
@@ -411,8 +460,11 @@ class PostgresGraphDB(BaseGraphDB):
     async def delete_all_user_interactions_and_their_memories(self, org_id: str, user_id: str) -> None:
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction() as conn:
-            await interactions.delete_for_user(conn, org_id=org_id, user_id=user_id)
+        async with self._db.transaction(org_id=org_id) as conn:
+            if await interactions.delete_for_user(conn, org_id=org_id, user_id=user_id):
+                await self._db.audit(
+                    conn, org_id=org_id, method="delete_all_user_interactions_and_their_memories", user_id=user_id
+                )
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
 
@@ -440,7 +492,9 @@ class PostgresGraphDB(BaseGraphDB):
             raise InvalidInputError(f"At most {check.MAX_FETCH_ENTRIES} memories are fetched at once.")
         if not batch_org_user_mem_ids:
             return []
-        async with self._db.transaction() as conn:
+        # Under row-level security the transaction sees one organization: the first one named.
+        org_id = requests[0].org_id if requests else None
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await memories.resolve(conn, requests, len(batch_org_user_mem_ids))
 
     async def get_user_memory(self, org_id: str, user_id: str, memory_id: str) -> Memory:
@@ -449,7 +503,7 @@ class PostgresGraphDB(BaseGraphDB):
         parsed = parse_memory_id(memory_id)
         found = None
         if parsed is not None:
-            async with self._db.transaction() as conn:
+            async with self._db.transaction(read_only=True, org_id=org_id) as conn:
                 found = await memories.get_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
         if found is None:
             raise NotFoundError(MEMORY_MISSING)
@@ -461,7 +515,7 @@ class PostgresGraphDB(BaseGraphDB):
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return []
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await memories.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
 
     async def get_all_user_memories(
@@ -471,7 +525,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_USER, org_id, user_id)
         agent = check.optional_id(check.AGENT_ID, agent_id)
         skip, limit = check.paging(skip, limit)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await memories.list_for_user(
                 conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit
             )
@@ -483,8 +537,12 @@ class PostgresGraphDB(BaseGraphDB):
         if parsed is None:
             return
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=org_id) as conn:
             deleted = await memories.delete_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
+            if deleted:
+                await self._db.audit(
+                    conn, org_id=org_id, method="delete_user_memory", user_id=user_id, ids={"memory_id": str(parsed)}
+                )
             if foreign is not None and deleted:
                 await foreign.delete_memory(str(parsed))
 
@@ -492,10 +550,24 @@ class PostgresGraphDB(BaseGraphDB):
         """Delete every memory of the user; interactions and messages stay."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction() as conn:
-            await memories.delete_for_user(conn, org_id=org_id, user_id=user_id)
+        async with self._db.transaction(org_id=org_id) as conn:
+            if await memories.delete_for_user(conn, org_id=org_id, user_id=user_id):
+                await self._db.audit(conn, org_id=org_id, method="delete_all_user_memories", user_id=user_id)
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
+
+    async def _audit_write(
+        self,
+        conn: AsyncConnection,
+        method: str,
+        org_id: str,
+        user_id: str,
+        agent_id: str,
+        interaction_id: str,
+        write: _Write,
+    ) -> None:
+        ids = {"interaction_id": interaction_id, "memory_ids": [str(item.memory_id) for item in write.items]}
+        await self._db.audit(conn, org_id=org_id, method=method, user_id=user_id, agent_id=agent_id, ids=ids)
 
     async def _foreign_after_native_check(self) -> BaseVectorDB | None:
         return None if await self._native_vector_db() is not None else self._foreign_vector_db()

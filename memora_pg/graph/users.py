@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, exists, insert, literal, select, update
+from sqlalchemy import exists, insert, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.ids import new_short_id
@@ -51,9 +51,3 @@ async def list_for_org(conn: AsyncConnection, *, org_id: str, skip: int = 0, lim
         .limit(limit)
     )
     return [User.model_validate(row._asdict()) for row in await conn.execute(stmt)]
-
-
-async def delete_one(conn: AsyncConnection, *, org_id: str, user_id: str) -> bool:
-    """Delete the user; foreign keys cascade to its interactions, memories and user-specific agents."""
-    result = await conn.execute(delete(users).where(users.c.org_id == org_id, users.c.user_id == user_id))
-    return result.rowcount > 0

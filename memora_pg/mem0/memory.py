@@ -189,9 +189,11 @@ class AsyncMemory:
         items = [_new(m["content"], {**base, "role": m.get("role", "user"), **_actor(m)}) for m in kept]
         vectors = await self._embed([item.text for item in items], query=False)
         items = [_with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
-        async with self._db.transaction() as conn:
+        results = [_event(item, "ADD") for item in items]
+        async with self._db.transaction(org_id=self.org_id) as conn:
             await self._write_new(conn, scope, items)
-        return {"results": [_event(item, "ADD") for item in items]}
+            await self._audit(conn, "add", scope.user_id if items else None, results)
+        return {"results": results}
 
     async def _add_procedural(
         self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any], prompt: str | None
@@ -209,9 +211,11 @@ class AsyncMemory:
         item = _new(summary.strip(), {**base, "memory_type": PROCEDURAL})
         (vector,) = await self._embed([item.text], query=False)
         item = _with_vector(item, vector)
-        async with self._db.transaction() as conn:
+        results = [_event(item, "ADD")]
+        async with self._db.transaction(org_id=self.org_id) as conn:
             await self._write_new(conn, scope, [item])
-        return {"results": [_event(item, "ADD")]}
+            await self._audit(conn, "add", scope.user_id, results)
+        return {"results": results}
 
     async def _add_inferred(
         self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any], prompt: str | None
@@ -234,7 +238,7 @@ class AsyncMemory:
 
         # Related memories of the same scope, one statement for all facts.
         fact_vectors = await self._embed(facts, query=False)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             related = await nearest(
                 conn,
                 org_id=self.org_id,
@@ -291,7 +295,7 @@ class AsyncMemory:
         additions = [_with_vector(item, v) for item, v in zip(additions, vectors[: len(additions)], strict=True)]
         update_vectors = vectors[len(additions) :]
         results: list[dict[str, Any]] = []
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             await self._write_new(conn, scope, additions)
             results += [_event(item, "ADD") for item in additions]
             events: list[history.Event] = []
@@ -318,6 +322,8 @@ class AsyncMemory:
             events += [history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone]
             results += [{"id": str(memory_id), "memory": old, "event": "DELETE"} for memory_id, _, old in gone]
             await history.record(conn, org_id=self.org_id, events=events)
+            if results:
+                await self._audit(conn, "add", scope.user_id if additions else None, results)
         return {"results": results}
 
     async def _write_new(self, conn: AsyncConnection, scope: _Scope, items: Sequence[NewMemory]) -> None:
@@ -353,6 +359,18 @@ class AsyncMemory:
             ],
         )
 
+    async def _audit(
+        self, conn: AsyncConnection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
+    ) -> None:
+        """One audit row per public call; ``user_id`` only when the call wrote that user's row for sure."""
+        await self._db.audit(
+            conn,
+            org_id=self.org_id,
+            method=f"mem0.{method}",
+            user_id=user_id or None,
+            ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
+        )
+
     # -- reading -------------------------------------------------------------------------------
 
     async def search(
@@ -377,7 +395,7 @@ class AsyncMemory:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         where = filter_language.compile_filters(combined)
         (vector,) = await self._embed([query], query=True)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             (hits,) = await nearest(
                 conn,
                 org_id=self.org_id,
@@ -402,7 +420,7 @@ class AsyncMemory:
 
         The fused score is normalised so that first place in both lists scores 1.0.
         """
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             lexical = await matching_text(
                 conn,
                 org_id=self.org_id,
@@ -426,7 +444,7 @@ class AsyncMemory:
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return None
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             row = (
                 await conn.execute(
                     select(*MEMORY_FIELDS).where(
@@ -441,7 +459,7 @@ class AsyncMemory:
         combined = _filters(filters, kwargs)
         _top_k(top_k)
         where = filter_language.compile_filters(combined)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             rows = await conn.execute(
                 select(*MEMORY_FIELDS)
                 .where(memories_table.c.org_id == self.org_id, where)
@@ -455,7 +473,7 @@ class AsyncMemory:
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return []
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             events = await history.for_memory(conn, org_id=self.org_id, memory_id=parsed)
         return [
             {
@@ -482,7 +500,7 @@ class AsyncMemory:
             raise DuragValidationError("metadata must be a dict.")
         parsed = _existing_id(memory_id)
         (vector,) = await self._embed([data], query=False)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             current = (
                 await conn.execute(
                     select(memories_table.c.metadata).where(
@@ -507,11 +525,12 @@ class AsyncMemory:
             await history.record(
                 conn, org_id=self.org_id, events=[history.Event(parsed, changed[1], "UPDATE", changed[0], data)]
             )
+            await self._audit(conn, "update", changed[1], [{"id": str(parsed), "event": "UPDATE"}])
         return {"message": "Memory updated successfully!"}
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
         parsed = _existing_id(memory_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=[parsed])
             if not gone:
                 raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
@@ -520,6 +539,7 @@ class AsyncMemory:
                 org_id=self.org_id,
                 events=[history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone],
             )
+            await self._audit(conn, "delete", gone[0][1], [{"id": str(parsed), "event": "DELETE"}])
         return {"message": "Memory deleted successfully!"}
 
     async def delete_all(
@@ -532,7 +552,7 @@ class AsyncMemory:
                 "If you want to delete all memories, use the `reset()` method."
             )
         scope = _scope(user_id, agent_id, run_id)
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             doomed = (
                 (
                     await conn.execute(
@@ -548,11 +568,14 @@ class AsyncMemory:
                 org_id=self.org_id,
                 events=[history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone],
             )
+            if gone:
+                deleted = [{"id": str(memory_id), "event": "DELETE"} for memory_id, _, _ in gone]
+                await self._audit(conn, "delete_all", None, deleted)
         return {"message": "Memories deleted successfully!"}
 
     async def reset(self) -> None:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
-        async with self._db.transaction() as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             await conn.execute(delete(organizations).where(organizations.c.org_id == self.org_id))
 
 

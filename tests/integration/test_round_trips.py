@@ -109,9 +109,9 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
         }
     )
     measured = {
-        # interaction, messages, memories, sources, contrary links
+        # interaction, messages, memories, sources, contrary links, audit
         "save": await count(graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, contrary)),
-        # lock + read, (truncate), (append), touch, memories, sources
+        # lock, read messages, (truncate), (append), touch, memories, sources, audit
         "update": await count(
             graph.update_interaction_and_memories(w.org_id, w.agent_id, w.user_id, interaction_id, body)
         ),
@@ -119,20 +119,20 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
         "get_user_memory": await count(graph.get_user_memory(w.org_id, w.user_id, memory.memory_id)),
         "history": await count(graph.get_user_memory_history(w.org_id, w.user_id, memory.memory_id)),
         "get_all_user_memories": await count(graph.get_all_user_memories(w.org_id, w.user_id)),
-        # relink + delete
+        # relink, delete, audit
         "delete_user_memory": await count(graph.delete_user_memory(w.org_id, w.user_id, memory.memory_id)),
-        # lock + list, relink, delete
+        # lock, list its memories, relink, delete, audit
         "delete_interaction": await count(
             graph.delete_user_interaction_and_its_memories(w.org_id, w.user_id, interaction_id)
         ),
     }
     assert measured == {
-        "save": 5,
-        "update": 4,
+        "save": 6,
+        "update": 6,
         "get_interaction": 1,
         "get_user_memory": 1,
         "history": 1,
         "get_all_user_memories": 1,
-        "delete_user_memory": 2,
-        "delete_interaction": 3,
+        "delete_user_memory": 3,
+        "delete_interaction": 5,
     }

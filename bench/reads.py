@@ -1,0 +1,432 @@
+"""Read figures: resolved fetches, interaction pages, and the three kinds of search.
+
+Searches are checked as well as timed: every result list is compared with the exact top 10
+computed with numpy from the same precomputed vectors (recall@10), its length is recorded,
+and the plan of the package's statement is taken with EXPLAIN ANALYZE on the same parameters.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import numpy as np
+
+from bench import baselines, data
+from bench.context import Context, Statements
+from bench.report import Figure
+from bench.server import connect
+from bench.timing import Run, interleaved
+from memora_pg import AsyncMemory, MemoryConfig, MemorySearchScope, PgVectorDB, PostgresGraphDB
+
+K = 10
+RESOLVE_IDS = 100
+PAGE = 100
+
+
+def _users(ctx: Context, count: int = 50) -> list[int]:
+    """The users the read figures cycle through (users of organization 0)."""
+    return list(range(min(count, ctx.layout.users, data.USERS_PER_ORG)))
+
+
+async def explain(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]]) -> str:
+    """The plan of the last statement sent, run (in a transaction, after the ones before it) on ``conn``."""
+    async with conn.transaction():
+        for statement, parameters in sent[:-1]:
+            await conn.execute(statement, *(parameters or ()))
+        statement, parameters = sent[-1]
+        rows = await conn.fetch(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement, *(parameters or ())
+        )
+    return "\n".join(row[0] for row in rows)
+
+
+def plan_summary(plan: str) -> str:
+    """The scan nodes of a plan on the memories table, e.g. ``Index Scan using ix_memories_user_recent``."""
+    nodes = []
+    for line in plan.splitlines():
+        text = line.strip().lstrip("-> ").strip()
+        if ("Scan" in text) and (" on memories" in text or "ix_memories" in text):
+            node = text.split("  (")[0].split(" (")[0]
+            if node not in nodes:
+                nodes.append(node)
+    return ", ".join(nodes) or "no scan of memories"
+
+
+def index_backed(plan: str) -> bool:
+    return "Seq Scan on memories" not in plan and any(
+        kind in plan for kind in ("Index Scan", "Bitmap Index Scan", "Index Only Scan")
+    )
+
+
+def recall(found: Sequence[str], truth: Sequence[str]) -> float:
+    if not truth:
+        return 1.0
+    return len(set(found) & set(truth)) / len(truth)
+
+
+def _quality(results: list[list[str]], truths: list[list[str]]) -> tuple[float, float, bool]:
+    """Mean recall@10, mean result count, and whether every call returned as many rows as exist (the full top-k)."""
+    recalls = [recall(found, truth) for found, truth in zip(results, truths, strict=True)]
+    counts = [len(found) for found in results]
+    complete = all(len(found) >= len(truth) for found, truth in zip(results, truths, strict=True))
+    return statistics.fmean(recalls), statistics.fmean(counts), complete
+
+
+def _fewest(results: list[list[str]]) -> int:
+    return min(len(found) for found in results)
+
+
+def _quality_note(name: str, results: list[list[str]], truths: list[list[str]]) -> str:
+    mean_recall, mean_count, _ = _quality(results, truths)
+    return f"{name}: recall@10 {mean_recall:.3f}, {mean_count:.1f} of 10 results (fewest {_fewest(results)})"
+
+
+# -- resolved fetch and interaction pages ------------------------------------------------------
+
+
+async def resolve_figure(ctx: Context, graph: PostgresGraphDB, statements: Statements, raw: asyncpg.Connection) -> None:
+    users = _users(ctx)
+
+    def requests(i: int) -> list[tuple[str, str, Any]]:
+        user = users[i % len(users)]
+        org = ctx.layout.org_of(user)
+        return [
+            (org, data.user_id(user), data.memory_uuid(user, j))
+            for j in data.chain_roots(ctx.layout, user, RESOLVE_IDS)
+        ]
+
+    async def ours(i: int) -> int:
+        batch = [[{"org_id": o, "user_id": u, "memory_id": str(m)} for o, u, m in requests(i)]]
+        return len((await graph.fetch_user_memories_resolved_batch(batch))[0])
+
+    async def theirs(i: int) -> int:
+        return len(await baselines.resolve(raw, requests(i)))
+
+    runs = await interleaved({"ours": ours, "raw": theirs}, iterations=ctx.iterations, warmup=ctx.warmup)
+    statements.clear()
+    await ours(0)
+    trips = len(statements)
+    plan = await explain(raw, statements.sent)
+    asked = len(requests(0))
+    returned = min(runs["ours"].results)
+    ratio = runs["ours"].sample.median / runs["raw"].sample.median
+    ctx.add(
+        Figure(
+            "Reads",
+            f"fetch_user_memories_resolved_batch, {asked} ids, chains of depth {data.CHAIN_DEPTH}",
+            ctx.scale,
+            ours=runs["ours"].sample,
+            raw=runs["raw"].sample,
+            notes=[f"{trips} statement(s) per call", f"{returned} current versions returned", plan_summary(plan)],
+            target="one round trip; ≤ 2× raw",
+            met=trips == 1 and ratio <= 2 and returned == asked,
+        )
+    )
+
+
+async def page_figure(ctx: Context, graph: PostgresGraphDB, statements: Statements, raw: asyncpg.Connection) -> None:
+    users = _users(ctx)
+
+    async def ours(i: int) -> int:
+        user = users[i % len(users)]
+        page = await graph.get_all_user_interactions(ctx.layout.org_of(user), data.user_id(user), True, True, 0, PAGE)
+        return len(page)
+
+    async def theirs(i: int) -> int:
+        user = users[i % len(users)]
+        return len(await baselines.page(raw, ctx.layout.org_of(user), data.user_id(user), PAGE))
+
+    runs = await interleaved({"ours": ours, "raw": theirs}, iterations=ctx.iterations, warmup=ctx.warmup)
+    statements.clear()
+    await ours(0)
+    trips = len(statements)
+    ratio = runs["ours"].sample.median / runs["raw"].sample.median
+    size = min(PAGE, ctx.layout.interactions_per_user())
+    ctx.add(
+        Figure(
+            "Reads",
+            f"get_all_user_interactions, page of {size} with messages and memories",
+            ctx.scale,
+            ours=runs["ours"].sample,
+            raw=runs["raw"].sample,
+            notes=[f"{trips} statement(s) per call", f"{min(runs['ours'].results)} interactions per page"],
+            target="≤ 2× raw",
+            met=ratio <= 2,
+        )
+    )
+
+
+# -- searches ----------------------------------------------------------------------------------
+
+
+class Queries:
+    """Query ``i`` of a figure: its user, text (the embedder's key) and vector, and the exact answer."""
+
+    def __init__(self, ctx: Context, kind: str, users: list[int]) -> None:
+        self.ctx, self.kind, self.users = ctx, kind, users
+        self.vectors: dict[int, np.ndarray[Any, Any]] = {}
+
+    def user(self, i: int) -> int:
+        return self.users[i % len(self.users)]
+
+    def text(self, i: int) -> str:
+        """The query's text, its vector registered with the embedder first."""
+        self.vector(i)
+        return self._text(i)
+
+    def _text(self, i: int) -> str:
+        # "remembers" matches every memory, so the full-text arm of hybrid search has work to do.
+        return f"remembers {data.WORDS[i % 64]} {self.kind} q{i}"
+
+    def vector(self, i: int) -> np.ndarray[Any, Any]:
+        if i not in self.vectors:
+            self.vectors[i] = self.ctx.space.queries(self.user(i), 1, salt=i)[0]
+            self.ctx.book.put([self._text(i)], self.vectors[i][None, :])
+        return self.vectors[i]
+
+
+def _ids_of_user(ctx: Context, user: int, rows: Iterable[Any]) -> list[str]:
+    return [str(data.memory_uuid(user, int(j))) for j in rows]
+
+
+def user_truth(ctx: Context, queries: Queries, i: int, topic: int | None = None) -> list[str]:
+    user = queries.user(i)
+    vectors = ctx.space.user_vectors(user)
+    rows = np.arange(ctx.layout.per_user)
+    if topic is not None:
+        rows = rows[rows % data.TOPICS == topic]
+    top = data.exact_top(vectors[rows], queries.vector(i), K)
+    return _ids_of_user(ctx, user, rows[top])
+
+
+def org_truths(ctx: Context, queries: Queries, count: int) -> list[list[str]]:
+    """The exact organization-wide top 10 of queries 0..count-1 (organization 0), streamed user by user."""
+    matrix = np.stack([queries.vector(i) for i in range(count)])
+    best_scores = np.full((count, K), -np.inf, dtype=np.float32)
+    best_ids: list[list[str]] = [[""] * K for _ in range(count)]
+    for user in range(min(ctx.layout.users, data.USERS_PER_ORG)):
+        similarity = ctx.space.user_vectors(user) @ matrix.T  # per_user x count
+        for q in range(count):
+            column = similarity[:, q]
+            top = np.argpartition(-column, K - 1)[:K] if len(column) > K else np.arange(len(column))
+            merged = np.concatenate([best_scores[q], column[top]])
+            labels = best_ids[q] + _ids_of_user(ctx, user, top)
+            order = np.argsort(-merged, kind="stable")[:K]
+            best_scores[q] = merged[order]
+            best_ids[q] = [labels[o] for o in order]
+    return best_ids
+
+
+async def _plan_of(raw: asyncpg.Connection, statements: Statements, call: Any) -> str:
+    statements.clear()
+    await call(0)
+    return await explain(raw, statements.sent)
+
+
+async def user_search_figures(ctx: Context, engine: Any, mode: str, raw: asyncpg.Connection) -> dict[str, Run]:
+    """User-scoped search: PgVectorDB (dense, hybrid) and the mem0-style face, against the exact floor."""
+    queries = Queries(ctx, "user", _users(ctx))
+    dense = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="dense")
+    hybrid = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="hybrid")
+    memory = AsyncMemory(
+        MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": data.collection(0)}}),
+        engine=engine,
+        embedder=ctx.book,
+    )
+    statements = Statements(engine)
+
+    def org(i: int) -> str:
+        return ctx.layout.org_of(queries.user(i))
+
+    async def vector_db(store: PgVectorDB, i: int) -> list[str]:
+        hits = await store.search_memory(queries.text(i), MemorySearchScope.USER, org(i), data.user_id(queries.user(i)))
+        return [m.memory_id for m, _ in hits]
+
+    async def face(i: int) -> list[str]:
+        found = await memory.search(
+            queries.text(i), filters={"user_id": data.user_id(queries.user(i))}, top_k=K, threshold=None
+        )
+        return [item["id"] for item in found["results"]]
+
+    async def floor(i: int) -> list[str]:
+        rows = await baselines.user_exact(raw, org(i), data.user_id(queries.user(i)), queries.vector(i), K)
+        return [str(r["memory_id"]) for r in rows]
+
+    async def naive(i: int) -> list[str]:
+        rows = await baselines.user_naive(raw, org(i), data.user_id(queries.user(i)), queries.vector(i), K)
+        return [str(r["memory_id"]) for r in rows]
+
+    calls = {
+        "dense": lambda i: vector_db(dense, i),
+        "hybrid": lambda i: vector_db(hybrid, i),
+        "face": face,
+        "floor": floor,
+        "naive": naive,
+    }
+    runs = await interleaved(calls, iterations=ctx.iterations, warmup=ctx.warmup)
+    truths = [user_truth(ctx, queries, i) for i in range(ctx.warmup, ctx.warmup + ctx.iterations)]
+    plan = await _plan_of(raw, statements, lambda i: vector_db(dense, i))
+    floor_run = runs["floor"]
+    for name, label in (
+        ("dense", "PgVectorDB.search_memory, USER scope, dense"),
+        ("face", "AsyncMemory.search (mem0-style), user filter"),
+    ):
+        run = runs[name]
+        mean_recall, _, complete = _quality(run.results, truths)
+        ratio = run.sample.median / floor_run.sample.median
+        ctx.add(
+            Figure(
+                "Search",
+                f"user-scoped search, {label}",
+                ctx.scale,
+                mode,
+                ours=run.sample,
+                raw=floor_run.sample,
+                notes=[
+                    _quality_note("ours", run.results, truths),
+                    _quality_note("raw floor", floor_run.results, truths),
+                    *([f"plan: {plan_summary(plan)}"] if name == "dense" else []),
+                ],
+                target="recall@10 = 1.0, full top-k, p50 ≤ 1.5× raw exact floor",
+                met=mean_recall == 1.0 and complete and ratio <= 1.5,
+            )
+        )
+    hybrid_run = runs["hybrid"]
+    ctx.add(
+        Figure(
+            "Search",
+            "user-scoped search, PgVectorDB.search_memory, USER scope, hybrid (the default mode)",
+            ctx.scale,
+            mode,
+            ours=hybrid_run.sample,
+            raw=floor_run.sample,
+            notes=[
+                f"{statistics.fmean(len(r) for r in hybrid_run.results):.1f} results"
+                " (fused with full-text; not a recall figure)"
+            ],
+        )
+    )
+    ctx.add(
+        Figure(
+            "Search",
+            "user-scoped search, raw post-filtered HNSW (WHERE user … ORDER BY embedding <=> q LIMIT 10)",
+            ctx.scale,
+            mode,
+            ours=runs["naive"].sample,
+            raw=floor_run.sample,
+            notes=[_quality_note("naive", runs["naive"].results, truths)],
+        )
+    )
+    await memory.close()
+    return runs
+
+
+async def org_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.Connection) -> None:
+    """Organization-wide search: HNSW with iterative scans (hnsw mode) or an exact scan (exact mode)."""
+    queries = Queries(ctx, "org", _users(ctx, 1000))
+    store = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="dense")
+    statements = Statements(engine)
+    ef_search = ctx.settings().hnsw_ef_search
+    org = data.org_id(0)
+    # an exact scan of a whole organization is slow: fewer calls
+    iterations = ctx.iterations if mode == "hnsw" else max(3, ctx.iterations // 10)
+    warmup = ctx.warmup if mode == "hnsw" else 2
+
+    async def ours(i: int) -> list[str]:
+        hits = await store.search_memory(queries.text(i), MemorySearchScope.ORGANIZATION, org)
+        return [m.memory_id for m, _ in hits]
+
+    async def theirs(i: int) -> list[str]:
+        rows = await baselines.org_nearest(raw, org, queries.vector(i), K, ef_search)
+        return [str(r["memory_id"]) for r in rows]
+
+    runs = await interleaved({"ours": ours, "raw": theirs}, iterations=iterations, warmup=warmup)
+    all_truths = org_truths(ctx, queries, warmup + iterations)
+    truths = all_truths[warmup:]
+    plan = await _plan_of(raw, statements, ours)
+    mean_recall, _, complete = _quality(runs["ours"].results, truths)
+    p50 = runs["ours"].sample.median
+    ctx.add(
+        Figure(
+            "Search",
+            f"organization-scoped search, PgVectorDB.search_memory, ORGANIZATION scope, dense (ef_search {ef_search})",
+            ctx.scale,
+            mode,
+            ours=runs["ours"].sample,
+            raw=runs["raw"].sample,
+            notes=[
+                _quality_note("ours", runs["ours"].results, truths),
+                _quality_note("raw", runs["raw"].results, truths),
+                f"plan: {plan_summary(plan)}",
+            ],
+            target="recall@10 ≥ 0.95; p50 ≤ 15 ms",
+            met=mean_recall >= 0.95 and complete and p50 <= 0.015,
+        )
+    )
+
+
+async def filtered_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.Connection) -> Run:
+    """mem0-style search under a metadata filter that keeps 1% of the user's rows."""
+    queries = Queries(ctx, "filtered", _users(ctx))
+    memory = AsyncMemory(
+        MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": data.collection(0)}}),
+        engine=engine,
+        embedder=ctx.book,
+    )
+    statements = Statements(engine)
+
+    def topic(i: int) -> int:
+        return (i * 7) % data.TOPICS
+
+    async def ours(i: int) -> list[str]:
+        filters = {"user_id": data.user_id(queries.user(i)), "topic": f"t{topic(i)}"}
+        found = await memory.search(queries.text(i), filters=filters, top_k=K, threshold=None)
+        return [item["id"] for item in found["results"]]
+
+    async def theirs(i: int) -> list[str]:
+        user = queries.user(i)
+        rows = await baselines.filtered(
+            raw, ctx.layout.org_of(user), data.user_id(user), queries.vector(i), {"topic": f"t{topic(i)}"}, K
+        )
+        return [str(r["memory_id"]) for r in rows]
+
+    runs = await interleaved({"ours": ours, "raw": theirs}, iterations=ctx.iterations, warmup=ctx.warmup)
+    truths = [user_truth(ctx, queries, i, topic(i)) for i in range(ctx.warmup, ctx.warmup + ctx.iterations)]
+    plan = await _plan_of(raw, statements, ours)
+    mean_recall, _, complete = _quality(runs["ours"].results, truths)
+    ctx.add(
+        Figure(
+            "Search",
+            "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search",
+            ctx.scale,
+            mode,
+            ours=runs["ours"].sample,
+            raw=runs["raw"].sample,
+            notes=[_quality_note("ours", runs["ours"].results, truths), f"plan: {plan_summary(plan)}"],
+            target="full top-k; index-backed; p50 ≤ 20 ms",
+            met=mean_recall == 1.0 and complete and index_backed(plan) and runs["ours"].sample.median <= 0.020,
+        )
+    )
+    await memory.close()
+    return runs["ours"]
+
+
+async def read_figures(ctx: Context, mode: str) -> dict[str, Run]:
+    """Every read figure in one mode; returns the runs the mem0 comparison needs."""
+    raw = await connect(ctx.url)
+    try:
+        engine = ctx.engine(1)
+        graph = PostgresGraphDB(engine, embedder=ctx.book, settings=ctx.settings())
+        statements = Statements(engine)
+        if mode == "hnsw":
+            await resolve_figure(ctx, graph, statements, raw)
+            await page_figure(ctx, graph, statements, raw)
+        runs = await user_search_figures(ctx, engine, mode, raw)
+        await org_search_figure(ctx, engine, mode, raw)
+        runs["filtered"] = await filtered_search_figure(ctx, engine, mode, raw)
+        return runs
+    finally:
+        await raw.close()

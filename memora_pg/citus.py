@@ -1,0 +1,189 @@
+"""Running on Citus: every table distributed by ``org_id``, all co-located with ``organizations``.
+
+memora_pg's schema is built for it (see ``schema.py``): ``org_id`` is in every primary key,
+unique constraint and foreign key, at the same position on both sides of every foreign key,
+so each organization's rows, constraints and joins live on one shard. Every statement of the
+stores names one organization, so Citus routes it to that shard.
+
+:func:`distribution_sql` is the one migration step a Citus cluster needs after
+``alembic upgrade head`` (``memora-pg setup``): the ``create_distributed_table`` calls in
+foreign-key order, and alembic's version table as a reference table so every node can read it.
+:func:`distribution_problems` checks a migrated catalog for anything that would stop that
+working; it runs on plain PostgreSQL, so the test suite keeps the schema distributable.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg import schema as tables
+from memora_pg.errors import ConfigurationError
+
+DISTRIBUTION_COLUMN = "org_id"
+# The table every other one is co-located with: the tenant itself.
+ANCHOR = "organizations"
+# Tables without org_id, replicated to every node instead of sharded.
+REFERENCE_TABLES = ("alembic_version",)
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def distributed_tables() -> list[str]:
+    """memora_pg's tables in the order Citus needs: every foreign key's target before the table itself."""
+    ordered = [table.name for table in tables.metadata.sorted_tables]
+    ordered.remove(ANCHOR)
+    return [ANCHOR, *ordered]
+
+
+def distribution_sql(schema: str) -> str:
+    """The statements that distribute a migrated schema on a Citus coordinator, one per table.
+
+    Run them once, in order, right after the migrations have created the tables (existing rows
+    are moved to the shards by Citus). Later migrations run on the coordinator as before.
+    """
+    if not _IDENTIFIER.match(schema):
+        raise ConfigurationError(f"{schema!r} is not a plain lower-case SQL identifier")
+    lines = [
+        f"-- memora_pg on Citus: run once on the coordinator, after the migrations of schema {schema}.",
+        f"-- Every table is distributed by {DISTRIBUTION_COLUMN} and co-located with {schema}.{ANCHOR}, so each",
+        "-- organization's rows, foreign keys and joins stay on one shard; alembic's version table",
+        "-- becomes a reference table, readable on every node.",
+        f"SELECT create_distributed_table('{schema}.{ANCHOR}', '{DISTRIBUTION_COLUMN}');",
+    ]
+    lines += [
+        f"SELECT create_distributed_table('{schema}.{name}', '{DISTRIBUTION_COLUMN}', "
+        f"colocate_with => '{schema}.{ANCHOR}');"
+        for name in distributed_tables()[1:]
+    ]
+    lines += [f"SELECT create_reference_table('{schema}.{name}');" for name in REFERENCE_TABLES]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the catalog that stops a table from being distributed by ``org_id``."""
+
+    relation: str
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.relation}: {self.detail} ({self.rule})"
+
+
+# Each check returns (relation, rule, detail) rows, one per violation, for the schema :schema.
+
+_TABLES_WITHOUT_TENANT = """
+SELECT c.relname AS relation,
+       CASE WHEN a.attname IS NULL THEN 'no-org-id' ELSE 'nullable-org-id' END AS rule,
+       CASE WHEN a.attname IS NULL THEN 'has no org_id column' ELSE 'org_id may be null' END AS detail
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attname = 'org_id' AND NOT a.attisdropped
+WHERE n.nspname = :schema AND c.relkind IN ('r', 'p')
+  AND NOT c.relname = ANY(CAST(:reference_tables AS text[]))
+  AND (a.attname IS NULL OR NOT a.attnotnull)
+"""
+
+# Primary keys, unique and exclusion constraints, and unique indexes without a constraint:
+# Citus can enforce uniqueness only within a shard, so org_id must be part of it.
+_KEYS_WITHOUT_TENANT = """
+SELECT c.relname AS relation, 'key-without-org-id' AS rule,
+       format('%s %s does not include org_id', CASE k.contype WHEN 'p' THEN 'primary key'
+              WHEN 'u' THEN 'unique constraint' ELSE 'exclusion constraint' END, k.conname) AS detail
+FROM pg_constraint AS k
+JOIN pg_class AS c ON c.oid = k.conrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attname = 'org_id' AND NOT a.attisdropped
+WHERE n.nspname = :schema AND k.contype IN ('p', 'u', 'x')
+  AND NOT c.relname = ANY(CAST(:reference_tables AS text[]))
+  AND (a.attnum IS NULL OR NOT a.attnum = ANY(k.conkey))
+UNION ALL
+SELECT c.relname, 'unique-index-without-org-id', format('unique index %s does not include org_id', i.relname)
+FROM pg_index AS x
+JOIN pg_class AS c ON c.oid = x.indrelid
+JOIN pg_class AS i ON i.oid = x.indexrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_attribute AS a ON a.attrelid = c.oid AND a.attname = 'org_id' AND NOT a.attisdropped
+WHERE n.nspname = :schema AND x.indisunique
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint AS k WHERE k.conindid = x.indexrelid AND k.conrelid = c.oid)
+  AND NOT c.relname = ANY(CAST(:reference_tables AS text[]))
+  AND (a.attnum IS NULL OR NOT a.attnum = ANY(CAST(x.indkey AS int2[])))
+"""
+
+# A foreign key between co-located tables must carry org_id to org_id: same position on both sides.
+_FOREIGN_KEYS = """
+SELECT c.relname AS relation,
+       CASE
+           WHEN rn.nspname <> n.nspname THEN 'foreign-key-other-schema'
+           WHEN mine.attnum IS NULL OR NOT mine.attnum = ANY(k.conkey) THEN 'foreign-key-without-org-id'
+           ELSE 'foreign-key-org-id-misplaced'
+       END AS rule,
+       format('foreign key %s to %I.%I', k.conname, rn.nspname, r.relname) AS detail
+FROM pg_constraint AS k
+JOIN pg_class AS c ON c.oid = k.conrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+JOIN pg_class AS r ON r.oid = k.confrelid
+JOIN pg_namespace AS rn ON rn.oid = r.relnamespace
+LEFT JOIN pg_attribute AS mine ON mine.attrelid = c.oid AND mine.attname = 'org_id' AND NOT mine.attisdropped
+LEFT JOIN pg_attribute AS theirs ON theirs.attrelid = r.oid AND theirs.attname = 'org_id' AND NOT theirs.attisdropped
+WHERE n.nspname = :schema AND k.contype = 'f'
+  AND NOT (rn.nspname = n.nspname AND r.relname = ANY(CAST(:reference_tables AS text[])))
+  AND (rn.nspname <> n.nspname
+       OR mine.attnum IS NULL OR theirs.attnum IS NULL
+       OR array_position(k.conkey, mine.attnum) IS DISTINCT FROM array_position(k.confkey, theirs.attnum))
+"""
+
+# Sequences: only those behind a bigint identity (or bigserial) column of a table, which Citus
+# keeps globally unique across nodes; an int or smallint one works only from the coordinator.
+_SEQUENCES = """
+SELECT s.relname AS relation, 'sequence' AS rule,
+       CASE WHEN owner.refobjid IS NULL THEN 'a sequence no column owns'
+            ELSE format('a %s sequence (only bigint ones can be used on every node)', format_type(q.seqtypid, NULL))
+       END AS detail
+FROM pg_class AS s
+JOIN pg_namespace AS n ON n.oid = s.relnamespace
+JOIN pg_sequence AS q ON q.seqrelid = s.oid
+LEFT JOIN pg_depend AS owner
+  ON owner.classid = 'pg_class'::regclass AND owner.objid = s.oid
+ AND owner.refclassid = 'pg_class'::regclass AND owner.deptype IN ('a', 'i') AND owner.refobjsubid > 0
+WHERE n.nspname = :schema AND s.relkind = 'S'
+  AND (owner.refobjid IS NULL OR q.seqtypid <> 'bigint'::regtype)
+"""
+
+# Functions would have to be distributed one by one; user triggers run only on the coordinator.
+_CODE = """
+SELECT p.proname AS relation, 'function' AS rule,
+       format('%s %s(%s) lives in the schema', CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END,
+              p.proname, pg_get_function_identity_arguments(p.oid)) AS detail
+FROM pg_proc AS p
+JOIN pg_namespace AS n ON n.oid = p.pronamespace
+WHERE n.nspname = :schema
+UNION ALL
+SELECT c.relname, 'trigger', format('trigger %s', t.tgname)
+FROM pg_trigger AS t
+JOIN pg_class AS c ON c.oid = t.tgrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = :schema AND NOT t.tgisinternal
+"""
+
+# All checks in one statement.
+_PROBLEMS = (
+    " UNION ALL ".join(
+        f"({check})" for check in (_TABLES_WITHOUT_TENANT, _KEYS_WITHOUT_TENANT, _FOREIGN_KEYS, _SEQUENCES, _CODE)
+    )
+    + " ORDER BY relation, rule, detail"
+)
+
+
+async def distribution_problems(conn: AsyncConnection, schema: str) -> list[Problem]:
+    """Everything in ``schema`` that would stop distributing it by ``org_id``; ``[]`` when it is ready.
+
+    Reads only the system catalogs, so it runs on plain PostgreSQL before a Citus cluster exists.
+    """
+    rows = await conn.execute(text(_PROBLEMS), {"schema": schema, "reference_tables": list(REFERENCE_TABLES)})
+    return [Problem(row.relation, row.rule, row.detail) for row in rows]

@@ -1,0 +1,160 @@
+"""``memora-pg doctor``: is this database ready for memora_pg, and what to fix if not."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from sqlalchemy import text
+
+from memora_pg import migrations
+from memora_pg.db import Database
+from memora_pg.schema import metadata
+
+Status = Literal["ok", "warn", "fail"]
+
+MIN_SERVER = 140000
+ITERATIVE_SCANS = (0, 8, 0)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Everything doctor needs from the catalog, in one statement.
+FACTS = """
+SELECT current_setting('server_version_num')::int AS server_version_num,
+       current_setting('server_version') AS server_version,
+       (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vector_version,
+       (SELECT atttypmod FROM pg_attribute
+         WHERE attrelid = to_regclass(:memories) AND attname = 'embedding') AS dimensions,
+       (SELECT coalesce(array_agg(indexname::text), '{}') FROM pg_indexes WHERE schemaname = :schema) AS indexes,
+       (SELECT coalesce(array_agg(c.relname::text), '{}') FROM pg_index i
+          JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = :schema AND NOT i.indisvalid) AS invalid_indexes,
+       (SELECT count(*) FROM pg_class WHERE oid = to_regclass(:memories)) AS has_memories,
+       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:memories)) AS memory_rows
+"""
+
+
+def _version(value: str | None) -> tuple[int, ...]:
+    return tuple(int(part) for part in (value or "0").split(".") if part.isdigit())
+
+
+async def diagnose(database: Database, *, embedder_dimensions: int | None = None) -> list[Check]:
+    """Every check, in order; none of them writes."""
+    schema = database.schema
+    checks: list[Check] = []
+    async with database.transaction() as conn:
+        facts = (await conn.execute(text(FACTS), {"schema": schema, "memories": f'"{schema}".memories'})).one()
+        revision = await migrations.current_revision(conn, schema)
+        plan = None
+        if facts.has_memories:
+            # Is the user-scoped listing served by its index? (seq scans off: usable, whatever the table's size)
+            await conn.execute(text("SET LOCAL enable_seqscan = off"))
+            rows = await conn.execute(
+                text(
+                    f'EXPLAIN SELECT memory_id FROM "{schema}".memories '
+                    "WHERE org_id = 'o' AND user_id = 'u' "
+                    "ORDER BY obtained_at DESC, seq DESC LIMIT 10"
+                )
+            )
+            plan = "\n".join(r[0] for r in rows)
+
+    version = facts.server_version_num
+    checks.append(
+        Check("server", "ok", f"PostgreSQL {facts.server_version}")
+        if version >= MIN_SERVER
+        else Check("server", "fail", f"PostgreSQL {facts.server_version}", "Use PostgreSQL 14 or newer.")
+    )
+    vector = facts.vector_version
+    if vector is None:
+        checks.append(Check("pgvector", "fail", "the vector extension is not installed", "Run memora-pg db upgrade."))
+    elif _version(vector) < ITERATIVE_SCANS:
+        checks.append(
+            Check(
+                "pgvector",
+                "warn",
+                f"pgvector {vector}: no iterative index scans, so filtered organization-wide searches may return "
+                "fewer results than asked",
+                "ALTER EXTENSION vector UPDATE (pgvector 0.8 or newer).",
+            )
+        )
+    else:
+        checks.append(Check("pgvector", "ok", f"pgvector {vector}, iterative index scans available"))
+
+    head = migrations.head_revision()
+    if revision == head:
+        checks.append(Check("schema", "ok", f"schema {schema!r} at revision {revision} (head)"))
+    else:
+        checks.append(
+            Check(
+                "schema",
+                "fail",
+                f"schema {schema!r} at revision {revision or 'none'}, head is {head}",
+                "Run memora-pg db upgrade (or alembic upgrade head).",
+            )
+        )
+
+    if facts.dimensions is not None and embedder_dimensions is not None:
+        if facts.dimensions == embedder_dimensions:
+            checks.append(Check("dimensions", "ok", f"vector({facts.dimensions}) matches the embedder"))
+        else:
+            checks.append(
+                Check(
+                    "dimensions",
+                    "fail",
+                    f"the database stores vector({facts.dimensions}), the embedder makes {embedder_dimensions}",
+                    "Configure an embedder of that dimension, or run memora-pg reembed.",
+                )
+            )
+    elif facts.dimensions is not None:
+        checks.append(Check("dimensions", "ok", f"vector({facts.dimensions})"))
+
+    expected = {str(index.name) for table in metadata.sorted_tables for index in table.indexes if index.name}
+    missing = sorted(expected - set(facts.indexes)) if revision == head else []
+    if "ix_memories_embedding_hnsw" in missing:
+        # Dropped on purpose, for fast writes: exact mode (see memora-pg index).
+        missing.remove("ix_memories_embedding_hnsw")
+        checks.append(
+            Check(
+                "index mode",
+                "warn",
+                "exact: no HNSW index, organization-wide searches scan exactly",
+                "memora-pg index build, for organization-wide searches at scale.",
+            )
+        )
+    if missing:
+        checks.append(
+            Check("indexes", "fail", "missing: " + ", ".join(missing), "Run memora-pg db upgrade, or recreate them.")
+        )
+    elif revision == head:
+        checks.append(Check("indexes", "ok", f"{len(expected)} indexes present (HNSW and btree)"))
+    if facts.invalid_indexes:
+        checks.append(
+            Check(
+                "invalid indexes",
+                "fail",
+                "invalid (an interrupted CREATE INDEX CONCURRENTLY?): " + ", ".join(facts.invalid_indexes),
+                "DROP INDEX CONCURRENTLY and create it again.",
+            )
+        )
+    if plan is not None:
+        used = "ix_memories_user_recent" in plan or "ix_memories_user_agent_recent" in plan
+        checks.append(
+            Check("plans", "ok", "user listings use the (org_id, user_id, obtained_at) index")
+            if used
+            else Check("plans", "warn", "user listings do not use their index:\n" + plan, "Run ANALYZE on memories.")
+        )
+    return checks
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(c.status == "fail" for c in checks) else 0

@@ -1,0 +1,696 @@
+"""Re-embedding: move a database, or one organization, to another embedding model or dimension.
+
+``await reembed(database, embedder)`` computes every searchable row's vector again with
+``embedder`` and switches the database to it; ``org_id=`` limits the work to one organization.
+Two tables hold vectors: ``memories.embedding`` (with the HNSW index
+``ix_memories_embedding_hnsw``) and ``autogen_contents.embedding`` (text, markdown and JSON
+entries; bytes and images have no vector and keep none).
+
+How the switch stays safe while the application runs:
+
+* **A shadow column.** Each vector table gets ``embedding_next vector(M)`` (``ADD COLUMN IF NOT
+  EXISTS``: nullable, so no rewrite). The target (model name, dimension, organization) is kept
+  in the shadow column's comment. Nothing else is created outside the migrations except a
+  trigger, below; all of it disappears when the switch completes.
+* **Batches, resumable.** Rows are read in primary-key order (keyset pagination), only rows that
+  are searchable (``embedding IS NOT NULL``) and not yet done (``embedding_next IS NULL``). Each
+  batch is one read statement, the embedding call outside any transaction, and one ``UPDATE ...
+  FROM unnest(...)`` that commits. An interrupted run loses at most the batch in flight;
+  running again with the same embedder continues with the rows not done. Running again with a
+  different target is a :class:`ConfigurationError` unless ``restart=True``, which discards the
+  progress.
+* **Searches keep the old vectors.** The application reads and writes ``embedding`` only, with
+  its old embedder, until the switch; the shadow column is invisible to it.
+* **Rows the application changes meanwhile.** A batch writes a row's new vector only if the row
+  is still the version whose text was read (its ``xmin``): a row rewritten in between is left
+  for the next pass. A trigger clears ``embedding_next`` when the application later changes a
+  row's text or makes it unsearchable, so a new vector always belongs to the row's current
+  text, and only to searchable rows. New rows arrive without ``embedding_next`` and are picked
+  up by the next pass.
+* **The switch.** When a pass finds nothing left, one transaction locks both tables
+  ``IN SHARE ROW EXCLUSIVE MODE`` (writers wait, readers do not), checks that still nothing is
+  left and, for the whole database, drops the HNSW index and the old column and renames
+  ``embedding_next`` to ``embedding``: metadata changes, instant. Embedding never happens under
+  the lock: if rows appeared before the lock was granted, the lock is released, they are
+  embedded, and the switch is tried again (a bounded number of times, then
+  :class:`ReembedBusyError`; the progress is kept). ``lock_timeout`` bounds every wait for a
+  lock, so a long-running query never makes the application queue behind the switch.
+* **The index.** After the switch commits, the HNSW index is built again for the new column
+  with ``CREATE INDEX CONCURRENTLY`` (the same name, opclass ``vector_cosine_ops`` and ``WITH (m,
+  ef_construction)`` from the settings). Searches work meanwhile: organization-wide searches scan
+  exactly instead of walking the index. Until the index is valid, the new column's comment says
+  so; a run interrupted there finishes the index when run again.
+* **One organization.** The column holds every organization, so only a model of the *same*
+  dimension can be given to one organization (another dimension is an
+  :class:`InvalidInputError`). The organization's rows are filled in the shadow column the same
+  way. Then ``embedding_next`` is copied into ``embedding``, a batch per transaction in key order
+  (rows already equal are skipped, so an interrupted copy resumes too), and the locked final
+  step copies the few rows the application wrote again since, and drops the shadow column.
+  Batches keep every transaction and row lock short; the price is that during the copy the
+  organization's searches see old and new vectors side by side. Other organizations are never
+  touched. The HNSW index is maintained by the updates and not rebuilt.
+* **Cost.** Every row is updated once in the fill (and once more in the copy of one
+  organization), and each update of a ``memories`` row inserts an entry into the HNSW index:
+  that, not the embedding, bounds the rate with a fast embedder.
+
+After a whole-database switch every process must use an embedder of the new model: stores
+created before it keep their old embedder, and a ``Database`` caches the dimension it checked, so
+create new store objects (this function forgets the dimensions cached by the ``Database`` it is
+given). Dropped columns keep their space until rows are rewritten (``VACUUM FULL`` or
+``pg_repack`` give it back). Only one re-embed runs per schema at a time (an advisory lock);
+another one is a :class:`ReembedBusyError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import TextClause, text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from memora_pg.db import Database, from_json, sql
+from memora_pg.embeddings import Embedder, embed_checked
+from memora_pg.errors import (
+    ConfigurationError,
+    DatabaseError,
+    InvalidInputError,
+    NotFoundError,
+    database_errors,
+)
+from memora_pg.graph.contents import canonical_json
+from memora_pg.vector import vector_literal
+
+__all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
+
+MAX_BATCH_SIZE = 10_000
+HNSW_MAX_DIMENSIONS = 2_000  # pgvector indexes vectors of at most 2,000 dimensions
+SWITCH_ATTEMPTS = 10
+LOCK_TIMEOUT = "5s"
+_LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock_timeout
+HNSW_INDEX = "ix_memories_embedding_hnsw"
+
+
+class ReembedBusyError(DatabaseError):
+    """The re-embed cannot go on now (another run, or writes that keep coming); its progress is kept."""
+
+
+@dataclass(frozen=True)
+class ReembedResult:
+    """What one call of :func:`reembed` did."""
+
+    model: str
+    dimensions: int  # the dimension of the vector columns afterwards
+    org_id: str | None
+    embedded: dict[str, int]  # rows embedded by this call, per table
+    already_done: int  # rows a previous, interrupted call had embedded
+    batches: int
+    elapsed_seconds: float
+    resumed: bool  # a previous call's progress was found and continued
+
+    @property
+    def total_embedded(self) -> int:
+        return sum(self.embedded.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values, for JSON output."""
+        return {**dataclasses.asdict(self), "total_embedded": self.total_embedded}
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What a switch moves to; kept as JSON in the shadow column's comment."""
+
+    model: str
+    dimensions: int
+    org_id: str | None
+
+    def comment(self) -> str:
+        return json.dumps({"model": self.model, "dimensions": self.dimensions, "org_id": self.org_id}, sort_keys=True)
+
+    @classmethod
+    def from_comment(cls, comment: str | None) -> _Target | None:
+        try:
+            state = json.loads(comment or "")
+            return cls(model=str(state["model"]), dimensions=int(state["dimensions"]), org_id=state["org_id"])
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def describe(self) -> str:
+        where = "the whole database" if self.org_id is None else f"organization {self.org_id!r}"
+        return f"{self.model!r} ({self.dimensions} dimensions) for {where}"
+
+
+@dataclass(frozen=True)
+class _VectorTable:
+    name: str
+    key: str
+    text: str  # the select list giving the embedded text, or the JSON whose canonical text is embedded
+    watched: str  # the columns whose update may make a new vector wrong
+    changes: str  # the trigger's condition: the row's text changed, or it stopped being searchable
+
+
+_MEMORIES = _VectorTable(
+    name="memories",
+    key="memory_id",
+    text="memory AS text, NULL AS json",
+    watched="memory, embedding",
+    changes="NEW.memory IS DISTINCT FROM OLD.memory OR NEW.embedding IS NULL",
+)
+_AUTOGEN_CONTENTS = _VectorTable(
+    name="autogen_contents",
+    key="content_id",
+    text="content_text AS text, content_json AS json",
+    watched="content_text, content_json, embedding",
+    changes=(
+        "NEW.content_text IS DISTINCT FROM OLD.content_text OR NEW.content_json IS DISTINCT FROM OLD.content_json"
+        " OR NEW.embedding IS NULL"
+    ),
+)
+_TABLES = (_MEMORIES, _AUTOGEN_CONTENTS)
+
+
+def embedder_name(embedder: Embedder) -> str:
+    """The name a switch records for its target: the embedder's ``model``, else its class (and ``variant``)."""
+    model = getattr(embedder, "model", None)
+    if isinstance(model, str) and model:
+        return model
+    variant = getattr(embedder, "variant", None)
+    name = type(embedder).__name__
+    return f"{name}({variant})" if isinstance(variant, str) else name
+
+
+# -- statements ------------------------------------------------------------------------------
+# {table}, {key}, {text} and {after} come from _VectorTable constants, {schema} from sql().
+
+_COLUMNS = """
+SELECT c.relname AS table_name, a.attname AS column_name, a.atttypmod AS dimensions,
+       col_description(a.attrelid, a.attnum) AS comment
+FROM pg_attribute AS a
+JOIN pg_class AS c ON c.oid = a.attrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = :schema AND c.relname IN ('memories', 'autogen_contents')
+  AND a.attname IN ('embedding', 'embedding_next') AND a.attnum > 0 AND NOT a.attisdropped
+"""
+
+# Row-level security that applies to this role would hide rows from the checks before the switch.
+_UNDER_POLICIES = """
+SELECT coalesce(bool_or(row_security_active(c.oid)), false)
+FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = :schema AND c.relname IN ('memories', 'autogen_contents')
+"""
+
+_ORGANIZATION_EXISTS = "SELECT EXISTS (SELECT FROM {schema}.organizations WHERE org_id = :org_id)"
+
+_ADD_SHADOW = "ALTER TABLE {schema}.{table} ADD COLUMN IF NOT EXISTS embedding_next vector({dimensions})"
+_DROP_SHADOW = "ALTER TABLE {schema}.{table} DROP COLUMN IF EXISTS embedding_next"
+# COMMENT takes no parameters: the server quotes the literal.
+_COMMENT = """
+SELECT format('COMMENT ON COLUMN %I.%I.%I IS %L',
+              CAST(:schema AS text), CAST(:table AS text), CAST(:column AS text), CAST(:comment AS text))
+"""
+_FORGET_COMMENT = "COMMENT ON COLUMN {schema}.{table}.embedding IS NULL"
+
+_FORGET_FUNCTION = """
+CREATE OR REPLACE FUNCTION {schema}.memora_pg_reembed_forget() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.embedding_next := NULL;
+    RETURN NEW;
+END
+$$
+"""
+# A new vector belongs to the text it was computed from, and only to a searchable row.
+_FORGET_TRIGGER = """
+CREATE OR REPLACE TRIGGER memora_pg_reembed BEFORE UPDATE OF {columns} ON {schema}.{table}
+FOR EACH ROW WHEN ({changes}) EXECUTE FUNCTION {schema}.memora_pg_reembed_forget()
+"""
+_DROP_TRIGGER = "DROP TRIGGER IF EXISTS memora_pg_reembed ON {schema}.{table}"
+_DROP_FUNCTION = "DROP FUNCTION IF EXISTS {schema}.memora_pg_reembed_forget()"
+
+_PROGRESS = """
+SELECT count(embedding) AS searchable, count(embedding_next) AS done
+FROM {schema}.{table} WHERE {scope}
+"""
+
+# One page of rows still to embed; xmin identifies the version whose text is read.
+_PAGE = """
+SELECT org_id, {key} AS row_id, CAST(xmin AS text) AS version, {text}
+FROM {schema}.{table}
+WHERE embedding IS NOT NULL AND embedding_next IS NULL AND {after}
+ORDER BY org_id, {key}
+LIMIT :limit
+"""
+
+# Written only where the row is still the version whose text was embedded, and still searchable.
+_WRITE = """
+UPDATE {schema}.{table} AS t SET embedding_next = CAST(given.embedding AS vector)
+FROM unnest(CAST(:org_ids AS text[]), CAST(:row_ids AS uuid[]), CAST(:versions AS text[]),
+            CAST(:embeddings AS text[])) AS given(org_id, row_id, version, embedding)
+WHERE t.org_id = given.org_id AND t.{key} = given.row_id
+  AND t.xmin = CAST(given.version AS xid) AND t.embedding IS NOT NULL AND t.embedding_next IS NULL
+"""
+
+_MISSING = """
+SELECT EXISTS (SELECT FROM {schema}.{table} WHERE {scope} AND embedding IS NOT NULL AND embedding_next IS NULL)
+"""
+
+_LOCK_TIMEOUT = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"
+_LOCK = "LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"
+
+_DROP_INDEX = f"DROP INDEX IF EXISTS {{schema}}.{HNSW_INDEX}"
+_DROP_OLD_COLUMN = "ALTER TABLE {schema}.{table} DROP COLUMN embedding"
+_PROMOTE_SHADOW = "ALTER TABLE {schema}.{table} RENAME COLUMN embedding_next TO embedding"
+
+# One organization: its searchable rows take their new vectors (rows already equal are skipped).
+# The conditions are repeated in the UPDATE so that a row changed meanwhile is checked again.
+_ADOPT_PAGE = """
+WITH page AS (
+    SELECT org_id, {key} FROM {schema}.{table}
+    WHERE {after} AND embedding IS NOT NULL AND embedding_next IS NOT NULL
+      AND embedding IS DISTINCT FROM embedding_next
+    ORDER BY {key}
+    LIMIT :limit
+)
+UPDATE {schema}.{table} AS t SET embedding = t.embedding_next
+FROM page
+WHERE t.org_id = page.org_id AND t.{key} = page.{key} AND t.embedding IS NOT NULL AND t.embedding_next IS NOT NULL
+RETURNING t.{key}
+"""
+_ADOPT_FOR_ORGANIZATION = """
+UPDATE {schema}.{table} SET embedding = embedding_next
+WHERE org_id = :org_id AND embedding IS NOT NULL AND embedding_next IS NOT NULL
+  AND embedding IS DISTINCT FROM embedding_next
+"""
+
+_INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(:name)"
+_DROP_INDEX_CONCURRENTLY = f"DROP INDEX CONCURRENTLY IF EXISTS {{schema}}.{HNSW_INDEX}"
+_CREATE_INDEX_CONCURRENTLY = f"""
+CREATE INDEX CONCURRENTLY {HNSW_INDEX} ON {{schema}}.memories
+USING hnsw (embedding vector_cosine_ops) WITH (m = {{m}}, ef_construction = {{ef_construction}})
+"""
+
+_RUN_LOCK = "SELECT pg_try_advisory_lock(hashtext(:key))"
+_RUN_UNLOCK = "SELECT pg_advisory_unlock(hashtext(:key))"
+
+
+def _sql(conn: AsyncConnection, template: str, table: _VectorTable | None = None, **parts: object) -> TextClause:
+    """A statement template with its parts filled in; the parts may hold the table's own placeholders."""
+    if table is not None:
+        parts = {**parts, "table": table.name, "key": table.key, "text": table.text}
+    for name, value in parts.items():
+        template = template.replace("{" + name + "}", str(value))
+    return sql(conn, template)
+
+
+def _scope(org_id: str | None) -> str:
+    return "TRUE" if org_id is None else "org_id = :org_id"
+
+
+def _after(org_id: str | None, last: tuple[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """Keyset pagination: the condition (and its parameters) for the rows after ``last`` (org_id, key)."""
+    if org_id is None:
+        if last is None:
+            return "TRUE", {}
+        return "(org_id, {key}) > (:after_org, :after_key)", {"after_org": last[0], "after_key": last[1]}
+    if last is None:
+        return "org_id = :org_id", {"org_id": org_id}
+    return "org_id = :org_id AND {key} > :after_key", {"org_id": org_id, "after_key": last[1]}
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    database: Database
+    embedder: Embedder
+    target: _Target
+    tables: tuple[_VectorTable, ...]
+    batch_size: int
+    progress: Callable[[int, int], None] | None
+    embedded: dict[str, int] = field(default_factory=dict)
+    batches: int = 0
+    done: int = 0
+    total: int = 0
+
+    @property
+    def org_params(self) -> dict[str, Any]:
+        return {} if self.target.org_id is None else {"org_id": self.target.org_id}
+
+    def report(self) -> None:
+        self.total = max(self.total, self.done)
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+async def reembed(
+    database: Database,
+    embedder: Embedder,
+    *,
+    org_id: str | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int, int], None] | None = None,
+    restart: bool = False,
+) -> ReembedResult:
+    """Embed every searchable row again with ``embedder`` and switch to the new vectors (see the module).
+
+    ``org_id`` limits the work to one organization (same dimension only). ``progress`` is
+    called with (rows done, rows in all) at the start and after every batch; rows done include
+    those of an interrupted earlier run. Running again after an interruption continues it;
+    ``restart=True`` discards the progress of an earlier run with another target.
+
+    Raises :class:`InvalidInputError` for a bad ``batch_size`` or, with ``org_id``, another
+    dimension; :class:`NotFoundError` for a missing organization; :class:`ConfigurationError`
+    when an unfinished re-embed with another target exists; :class:`EmbeddingError` when the
+    embedder fails (the batches before stay done); :class:`ReembedBusyError` when another
+    re-embed runs or the switch could not get its locks.
+    """
+    started = time.monotonic()
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise InvalidInputError(f"batch_size must be an integer from 1 to {MAX_BATCH_SIZE:,}, not {batch_size!r}.")
+    dimensions = embedder.dimensions
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= HNSW_MAX_DIMENSIONS:
+        raise InvalidInputError(
+            f"The embedder's dimensions must be an integer from 1 to {HNSW_MAX_DIMENSIONS:,} "
+            f"(the most an HNSW index holds), not {dimensions!r}."
+        )
+    settings = database.settings
+    if org_id is None and settings.hnsw_ef_construction < 2 * settings.hnsw_m:
+        # pgvector's rule; found only when the index is built again, after the switch, it would be too late.
+        raise ConfigurationError(
+            f"hnsw_ef_construction ({settings.hnsw_ef_construction}) must be at least twice hnsw_m ({settings.hnsw_m})."
+        )
+    target = _Target(model=embedder_name(embedder), dimensions=dimensions, org_id=org_id)
+    engine = await database.engine()
+    with database_errors():
+        async with _only_run(engine, database.schema) as session:
+            run = _Run(database, embedder, target, (), batch_size, progress)
+            resumed, finished = await _prepare(run, session, restart=restart)
+            already_done = 0
+            if not finished:
+                already_done = await _count(run)
+                run.report()
+                await _fill(run)
+                await _switch(run)
+                if org_id is None:
+                    await _build_index(run, session)
+            final = await _dimensions(run)
+    # The Database checked and cached the old dimension; it must read the column again.
+    database.forget_dimensions()
+    return ReembedResult(
+        model=target.model,
+        dimensions=final,
+        org_id=org_id,
+        embedded={table.name: run.embedded.get(table.name, 0) for table in run.tables},
+        already_done=already_done,
+        batches=run.batches,
+        elapsed_seconds=time.monotonic() - started,
+        resumed=resumed,
+    )
+
+
+@asynccontextmanager
+async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[AsyncConnection]:
+    """A connection outside any transaction, holding the schema's re-embed lock for the run."""
+    key = {"key": f"memora_pg reembed {schema}"}
+    async with engine.connect() as conn:
+        await conn.execution_options(isolation_level="AUTOCOMMIT")
+        if not await conn.scalar(text(_RUN_LOCK), key):
+            raise ReembedBusyError(f"Another re-embed of the schema {schema!r} is running.")
+        try:
+            yield conn
+        except BaseException:
+            # The session may be mid-statement or hold a changed setting: it is closed, not pooled,
+            # and its lock dies with it.
+            await conn.invalidate()
+            raise
+        await conn.execute(text(_RUN_UNLOCK), key)
+
+
+# -- preparing: a new switch, or the one in progress -----------------------------------------
+
+
+async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tuple[bool, bool]:
+    """Set up the shadow columns, or check those found; (resumed, already finished)."""
+    target = run.target
+    async with run.database.transaction() as conn:
+        columns = {
+            (row.table_name, row.column_name): row
+            for row in await conn.execute(text(_COLUMNS), {"schema": run.database.schema})
+        }
+        if await conn.scalar(text(_UNDER_POLICIES), {"schema": run.database.schema}):
+            raise ConfigurationError(
+                "Row-level security applies to this database role, so a re-embed would not see every row: "
+                "run it as the tables' owner or a role with BYPASSRLS."
+            )
+        if target.org_id is not None and not await conn.scalar(
+            sql(conn, _ORGANIZATION_EXISTS), {"org_id": target.org_id}
+        ):
+            raise NotFoundError(f"Organization {target.org_id!r} does not exist.")
+    if ("memories", "embedding") not in columns:
+        raise ConfigurationError(
+            f"The schema {run.database.schema!r} has no memories table: call setup() or run 'alembic upgrade head'."
+        )
+    run.tables = tuple(table for table in _TABLES if (table.name, "embedding") in columns)
+    current = int(columns["memories", "embedding"].dimensions)
+    if target.org_id is not None and target.dimensions != current:
+        raise InvalidInputError(
+            f"The database stores vectors of {current} dimensions for every organization; one organization "
+            f"cannot move to {target.dimensions}. Re-embed the whole database (no org_id) to change the dimension."
+        )
+
+    resumed = False
+    # A whole-database switch whose index was not built yet: finish it (no embedding needed).
+    pending = _Target.from_comment(columns["memories", "embedding"].comment)
+    if pending is not None:
+        await _build_index(run, session)
+        if pending == target and ("memories", "embedding_next") not in columns:
+            return True, True
+
+    shadows = [row for (table, column), row in columns.items() if column == "embedding_next"]
+    if shadows:
+        found = {_Target.from_comment(row.comment) for row in shadows}
+        if found == {target} and all(int(row.dimensions) == target.dimensions for row in shadows):
+            resumed = True
+        elif restart:
+            await _drop_shadows(run)
+        else:
+            other = next(iter(found - {target, None}), None)
+            what = other.describe() if other is not None else "an unknown target"
+            raise ConfigurationError(
+                f"An unfinished re-embed to {what} is in progress. Run it again with that embedder to finish "
+                f"it, or pass restart=True to discard its progress and re-embed to {target.describe()}."
+            )
+    await _add_shadows(run)
+    return resumed, False
+
+
+async def _add_shadows(run: _Run) -> None:
+    async with run.database.transaction() as conn:
+        await conn.execute(text(_LOCK_TIMEOUT))
+        await conn.execute(sql(conn, _FORGET_FUNCTION))
+        for table in run.tables:
+            await conn.execute(_sql(conn, _ADD_SHADOW, table, dimensions=run.target.dimensions))
+            comment = await conn.scalar(
+                text(_COMMENT),
+                {
+                    "schema": run.database.schema,
+                    "table": table.name,
+                    "column": "embedding_next",
+                    "comment": run.target.comment(),
+                },
+            )
+            await conn.exec_driver_sql(comment)
+            await conn.execute(_sql(conn, _FORGET_TRIGGER, table, columns=table.watched, changes=table.changes))
+
+
+async def _drop_shadows(run: _Run) -> None:
+    async with run.database.transaction() as conn:
+        await conn.execute(text(_LOCK_TIMEOUT))
+        for table in run.tables:
+            await conn.execute(_sql(conn, _DROP_TRIGGER, table))
+            await conn.execute(_sql(conn, _DROP_SHADOW, table))
+        await conn.execute(sql(conn, _DROP_FUNCTION))
+
+
+# -- filling the shadow columns --------------------------------------------------------------
+
+
+async def _count(run: _Run) -> int:
+    """Set the progress counters; the rows an earlier run had done already."""
+    run.done = run.total = 0
+    async with run.database.transaction() as conn:
+        for table in run.tables:
+            row = (
+                await conn.execute(_sql(conn, _PROGRESS, table, scope=_scope(run.target.org_id)), run.org_params)
+            ).one()
+            run.total += int(row.searchable)
+            run.done += int(row.done)
+    return run.done
+
+
+async def _fill(run: _Run) -> None:
+    """One pass over every table: each row still without a new vector gets one."""
+    for table in run.tables:
+        await _fill_table(run, table)
+
+
+async def _fill_table(run: _Run, table: _VectorTable) -> None:
+    last: tuple[str, Any] | None = None
+    while True:
+        after, params = _after(run.target.org_id, last)
+        async with run.database.transaction() as conn:
+            rows = (
+                await conn.execute(_sql(conn, _PAGE, table, after=after), {"limit": run.batch_size, **params})
+            ).all()
+        if not rows:
+            return
+        last = (rows[-1].org_id, rows[-1].row_id)
+        vectors = await embed_checked(run.embedder, [_text_of(row) for row in rows], query=False)
+        async with run.database.transaction() as conn:
+            written = await conn.execute(
+                _sql(conn, _WRITE, table),
+                {
+                    "org_ids": [row.org_id for row in rows],
+                    "row_ids": [row.row_id for row in rows],
+                    "versions": [row.version for row in rows],
+                    "embeddings": [vector_literal(vector) for vector in vectors],
+                },
+            )
+        run.batches += 1
+        run.embedded[table.name] = run.embedded.get(table.name, 0) + written.rowcount
+        run.done += written.rowcount
+        run.report()
+
+
+def _text_of(row: Any) -> str:
+    if row.text is not None:
+        return str(row.text)
+    # JSON entries were embedded as their canonical text; the same text is embedded again.
+    return canonical_json(from_json(row.json), "JSON content")
+
+
+# -- the switch ------------------------------------------------------------------------------
+
+
+async def _switch(run: _Run) -> None:
+    if run.target.org_id is not None:
+        await _adopt(run)
+    for _attempt in range(SWITCH_ATTEMPTS):
+        if await _try_switch(run):
+            return
+        await _fill(run)
+    raise ReembedBusyError(
+        f"The switch was tried {SWITCH_ATTEMPTS} times, and each time new rows without a new vector had appeared "
+        "or the tables could not be locked in time. The rows embedded so far are kept: run the re-embed again."
+    )
+
+
+async def _missing(conn: AsyncConnection, run: _Run) -> bool:
+    for table in run.tables:
+        if await conn.scalar(_sql(conn, _MISSING, table, scope=_scope(run.target.org_id)), run.org_params):
+            return True
+    return False
+
+
+async def _try_switch(run: _Run) -> bool:
+    """Switch under the lock if nothing is left to embed; False to embed the newcomers first."""
+    async with run.database.transaction() as conn:
+        if await _missing(conn, run):
+            return False
+    try:
+        async with run.database.transaction() as conn:
+            await conn.execute(text(_LOCK_TIMEOUT))
+            tables = ", ".join(f"{{schema}}.{table.name}" for table in run.tables)
+            await conn.execute(sql(conn, _LOCK.replace("{tables}", tables)))
+            if await _missing(conn, run):
+                return False
+            if run.target.org_id is not None:
+                await _adopt_in(conn, run)
+                for table in run.tables:
+                    await conn.execute(_sql(conn, _DROP_TRIGGER, table))
+                    await conn.execute(_sql(conn, _DROP_SHADOW, table))
+            else:
+                await conn.execute(sql(conn, _DROP_INDEX))
+                for table in run.tables:
+                    await conn.execute(_sql(conn, _DROP_TRIGGER, table))
+                    await conn.execute(_sql(conn, _DROP_OLD_COLUMN, table))
+                    await conn.execute(_sql(conn, _PROMOTE_SHADOW, table))
+                    if table is not _MEMORIES:
+                        await conn.execute(_sql(conn, _FORGET_COMMENT, table))
+            await conn.execute(sql(conn, _DROP_FUNCTION))
+    except DatabaseError as error:
+        if _sqlstate(error) == _LOCK_NOT_AVAILABLE:
+            return False
+        raise
+    return True
+
+
+async def _adopt(run: _Run) -> None:
+    """One organization's rows take their new vectors, a batch per transaction, in key order."""
+    for table in run.tables:
+        last: tuple[str, Any] | None = None
+        while True:
+            after, params = _after(run.target.org_id, last)
+            async with run.database.transaction() as conn:
+                page = _sql(conn, _ADOPT_PAGE, table, after=after)
+                keys = (await conn.execute(page, {"limit": run.batch_size, **params})).scalars().all()
+            if not keys:
+                break
+            last = ("", max(keys))
+
+
+async def _adopt_in(conn: AsyncConnection, run: _Run) -> None:
+    """The rows whose vector the application wrote again since they took their new one (few: no pages)."""
+    for table in run.tables:
+        await conn.execute(_sql(conn, _ADOPT_FOR_ORGANIZATION, table), run.org_params)
+
+
+def _sqlstate(error: BaseException) -> str | None:
+    orig = getattr(error.__cause__, "orig", None)
+    for candidate in (orig, getattr(orig, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+# -- the index, and the check ----------------------------------------------------------------
+
+
+async def _build_index(run: _Run, session: AsyncConnection) -> None:
+    """Build the HNSW index of the new column without blocking writes, then clear the pending mark."""
+    settings = run.database.settings
+    valid = await session.scalar(text(_INDEX_VALID), {"name": f'"{run.database.schema}".{HNSW_INDEX}'})
+    if valid is not True:
+        # A statement_timeout from the settings would cut a long build short (the session is reset after).
+        await session.execute(text("SET statement_timeout = 0"))
+        if valid is False:
+            # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
+            await session.execute(sql(session, _DROP_INDEX_CONCURRENTLY))
+        await session.execute(
+            _sql(
+                session,
+                _CREATE_INDEX_CONCURRENTLY,
+                m=int(settings.hnsw_m),
+                ef_construction=int(settings.hnsw_ef_construction),
+            )
+        )
+        await session.execute(text("RESET statement_timeout"))
+    await session.execute(_sql(session, _FORGET_COMMENT, _MEMORIES))
+
+
+async def _dimensions(run: _Run) -> int:
+    """The dimension of every vector column; they must all be the target's."""
+    async with run.database.transaction() as conn:
+        rows = (await conn.execute(text(_COLUMNS), {"schema": run.database.schema})).all()
+    found = {row.table_name: int(row.dimensions) for row in rows if row.column_name == "embedding"}
+    wrong = {name: dims for name, dims in found.items() if dims != run.target.dimensions}
+    if wrong or any(row.column_name == "embedding_next" for row in rows):
+        raise DatabaseError(f"After the switch the vector columns are {found}, not {run.target.dimensions}.")
+    return found["memories"]

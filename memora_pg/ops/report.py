@@ -1,0 +1,591 @@
+"""``memora-pg report``: the headline numbers of a memora_pg database, for a terminal or a browser.
+
+The numbers come from the reporting views of migration 0004 (docs/reporting.md). All of them
+are read in one read-only REPEATABLE READ transaction, so every section describes the same
+moment, with one statement per section (four in all) whatever the size of the database.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Row
+
+from memora_pg.db import Database, sql, unit_of_work
+from memora_pg.errors import ConfigurationError, DatabaseError, InvalidInputError
+from memora_pg.graph import validate as check
+
+BUSIEST_USERS = 10
+BUSIEST_AGENTS = 20
+GROWTH_DAYS = 90
+_UNDEFINED_TABLE = "42P01"
+
+
+@dataclass(frozen=True)
+class UserActivity:
+    org_id: str
+    org_name: str
+    user_id: str
+    user_name: str
+    interactions: int
+    memories: int
+    current_memories: int
+    # The latest save or update of one of the user's interactions; None without interactions.
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class AgentActivity:
+    org_id: str
+    org_name: str
+    agent_id: str
+    # None once the agent is deleted: its interactions and memories stay.
+    agent_label: str | None
+    interactions: int
+    messages_per_interaction: float
+    memories: int
+    superseded_memories: int
+    contradiction_rate: float
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class DailyGrowth:
+    day: date
+    added: int
+    total: int
+
+
+_Record = TypeVar("_Record", UserActivity, AgentActivity, DailyGrowth)
+
+
+@dataclass(frozen=True)
+class Report:
+    """The headline numbers of one organization (``org_id``) or of the whole database (None)."""
+
+    org_id: str | None
+    generated_at: datetime
+    organizations: int
+    users: int
+    agents: int
+    interactions: int
+    messages: int
+    memories: int
+    current_memories: int
+    superseded_memories: int
+    contradiction_rate: float
+    orphaned_memories: int
+    memories_per_user_p50: float
+    memories_per_user_p95: float
+    memories_per_user_max: int
+    busiest_users: list[UserActivity]
+    busiest_agents: list[AgentActivity]
+    growth: list[DailyGrowth]
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+COUNTS = (
+    "organizations",
+    "users",
+    "agents",
+    "interactions",
+    "messages",
+    "memories",
+    "current_memories",
+    "orphaned_memories",
+)
+
+TOTALS = """
+SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organizations,
+       (SELECT count(*) FROM {schema}.users {where_org}) AS users,
+       (SELECT count(*) FROM {schema}.agents {where_org}) AS agents,
+       (SELECT count(*) FROM {schema}.interactions {where_org}) AS interactions,
+       (SELECT count(*) FROM {schema}.messages {where_org}) AS messages,
+       (SELECT count(*) FROM {schema}.memories {where_org}) AS memories,
+       (SELECT count(*) FROM {schema}.current_memories {where_org}) AS current_memories,
+       (SELECT count(*) FROM {schema}.orphaned_memories {where_org}) AS orphaned_memories
+"""
+
+# Every user, those without memories too, counts in the spread; the busiest have the most memories.
+USERS = """
+WITH per_user AS (
+    SELECT person.org_id, person.org_name, person.user_id, person.user_name,
+           coalesce(stored.memories, 0) AS memories,
+           coalesce(latest.memories, 0) AS current_memories,
+           coalesce(talked.interactions, 0) AS interactions,
+           talked.last_activity
+    FROM (
+        SELECT org_id, org.org_name, person.user_id, person.user_name
+        FROM {schema}.users AS person JOIN {schema}.organizations AS org USING (org_id) {where_org}
+    ) AS person
+    LEFT JOIN (
+        SELECT org_id, user_id, CAST(sum(memories) AS bigint) AS memories
+        FROM {schema}.memory_growth_daily {where_org} GROUP BY org_id, user_id
+    ) AS stored USING (org_id, user_id)
+    LEFT JOIN (
+        SELECT org_id, user_id, count(*) AS memories
+        FROM {schema}.current_memories {where_org} GROUP BY org_id, user_id
+    ) AS latest USING (org_id, user_id)
+    LEFT JOIN (
+        SELECT org_id, user_id, count(*) AS interactions, max(updated_at) AS last_activity
+        FROM {schema}.interactions {where_org} GROUP BY org_id, user_id
+    ) AS talked USING (org_id, user_id)
+), spread AS (
+    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY memories) AS p50,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY memories) AS p95,
+           coalesce(max(memories), 0) AS most
+    FROM per_user
+)
+SELECT spread.p50, spread.p95, spread.most, busiest.*
+FROM spread
+LEFT JOIN LATERAL (
+    SELECT * FROM per_user
+    ORDER BY memories DESC, interactions DESC, user_name, org_id, user_id
+    LIMIT :busiest_users
+) AS busiest ON true
+"""
+
+# Agents by the memories they stored; interactions count for the agent of their latest save.
+AGENTS = """
+WITH stored AS (
+    SELECT org_id, agent_id, CAST(sum(memories) AS bigint) AS memories
+    FROM {schema}.memory_growth_daily {where_org} GROUP BY org_id, agent_id
+), latest AS (
+    SELECT org_id, agent_id, count(*) AS memories
+    FROM {schema}.current_memories {where_org} GROUP BY org_id, agent_id
+), talked AS (
+    SELECT org_id, agent_id, interactions, messages_per_interaction, last_activity
+    FROM {schema}.interactions_per_agent {where_org}
+)
+SELECT org_id, org.org_name, agent_id, agent.agent_label,
+       coalesce(talked.interactions, 0) AS interactions,
+       CAST(coalesce(talked.messages_per_interaction, 0) AS float8) AS messages_per_interaction,
+       coalesce(stored.memories, 0) AS memories,
+       coalesce(stored.memories - latest.memories, stored.memories, 0) AS superseded_memories,
+       coalesce(CAST(stored.memories - coalesce(latest.memories, 0) AS float8) / nullif(stored.memories, 0), 0)
+           AS contradiction_rate,
+       talked.last_activity
+FROM stored
+LEFT JOIN latest USING (org_id, agent_id)
+FULL JOIN talked USING (org_id, agent_id)
+LEFT JOIN {schema}.agents AS agent USING (org_id, agent_id)
+JOIN {schema}.organizations AS org USING (org_id)
+ORDER BY memories DESC, interactions DESC, agent.agent_label, org_id, agent_id
+LIMIT :busiest_agents
+"""
+
+# One row per day of the window, days without memories too; the total counts earlier days.
+GROWTH = """
+WITH daily AS (
+    SELECT day, CAST(sum(memories) AS bigint) AS added FROM {schema}.memory_growth_daily {where_org} GROUP BY day
+), window_days AS (
+    SELECT CAST(:first_day AS date) + offset_days AS day FROM generate_series(0, :days - 1) AS offset_days
+)
+SELECT window_days.day,
+       coalesce(daily.added, 0) AS added,
+       CAST((SELECT coalesce(sum(earlier.added), 0) FROM daily AS earlier WHERE earlier.day < :first_day)
+            + sum(coalesce(daily.added, 0)) OVER (ORDER BY window_days.day) AS bigint) AS total
+FROM window_days
+LEFT JOIN daily ON daily.day = window_days.day
+ORDER BY window_days.day
+"""
+
+
+def _in_org(template: str, org_id: str | None) -> str:
+    return template.replace("{where_org}", "WHERE org_id = :org_id" if org_id is not None else "")
+
+
+def _rate(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+async def headline(
+    database: Database, *, org_id: str | None = None, days: int = GROWTH_DAYS, until: date | None = None
+) -> Report:
+    """The report of one organization, or of the whole database when ``org_id`` is None.
+
+    ``growth`` holds one entry per day for the ``days`` days ending on ``until`` (default:
+    today in UTC). An organization that does not exist reports zeros. A database whose
+    schema has no reporting views yet is a ``ConfigurationError``.
+    """
+    if org_id is not None:
+        check.require(check.ORG_ID, org_id)
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3660:
+        raise InvalidInputError("`days` must be an integer from 1 to 3660.")
+    generated_at = datetime.now(timezone.utc)
+    last_day = until or generated_at.date()
+    first_day = last_day - timedelta(days=days - 1)
+    # Statements without :org_id ignore it, as they ignore the limits of the other sections.
+    params: dict[str, Any] = {"org_id": org_id, "busiest_users": BUSIEST_USERS, "busiest_agents": BUSIEST_AGENTS}
+    params |= {"first_day": first_day, "days": days}
+    # One snapshot for every section: the numbers add up even while agents write.
+    engine = (await database.engine()).execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    try:
+        async with unit_of_work(engine) as conn:
+            totals = (await conn.execute(sql(conn, _in_org(TOTALS, org_id)), params)).one()
+            users = (await conn.execute(sql(conn, _in_org(USERS, org_id)), params)).all()
+            agents = (await conn.execute(sql(conn, _in_org(AGENTS, org_id)), params)).all()
+            growth = (await conn.execute(sql(conn, _in_org(GROWTH, org_id)), params)).all()
+    except DatabaseError as error:
+        if _sqlstate(error) == _UNDEFINED_TABLE:
+            raise ConfigurationError(
+                f"The schema {database.schema!r} has no reporting views: call setup() or run 'alembic upgrade head'."
+            ) from error
+        raise
+    superseded = totals.memories - totals.current_memories
+    spread = users[0]
+    return Report(
+        org_id=org_id,
+        generated_at=generated_at,
+        **{name: getattr(totals, name) for name in COUNTS},
+        superseded_memories=superseded,
+        contradiction_rate=_rate(superseded, totals.memories),
+        memories_per_user_p50=float(spread.p50 or 0),
+        memories_per_user_p95=float(spread.p95 or 0),
+        memories_per_user_max=spread.most,
+        busiest_users=[_from_row(UserActivity, row) for row in users if row.user_id is not None],
+        busiest_agents=[_from_row(AgentActivity, row) for row in agents],
+        growth=[_from_row(DailyGrowth, row) for row in growth],
+    )
+
+
+def _from_row(kind: type[_Record], row: Row[Any]) -> _Record:
+    """A dataclass from the row's columns of the same names (the statements name them so)."""
+    return kind(**{field.name: row._mapping[field.name] for field in fields(kind)})
+
+
+def _sqlstate(error: BaseException) -> str | None:
+    driver = getattr(error.__cause__, "orig", None)
+    for candidate in (driver, getattr(driver, "__cause__", None)):
+        code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
+        if isinstance(code, str):
+            return code
+    return None
+
+
+# -- JSON ------------------------------------------------------------------------------------
+
+
+def as_dict(report: Report) -> dict[str, Any]:
+    """The report as JSON-ready values (dates and datetimes in ISO 8601)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, date | datetime):
+            return value.isoformat()
+        if isinstance(value, dict):
+            return {key: plain(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [plain(item) for item in value]
+        return value
+
+    result: dict[str, Any] = plain(asdict(report))
+    return result
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(as_dict(report), indent=2, ensure_ascii=False)
+
+
+# -- the tables, for both renderings -------------------------------------------------------
+
+USER_COLUMNS = ("user", "user id", "organization", "interactions", "memories", "current", "last activity (UTC)")
+AGENT_COLUMNS = (
+    "agent",
+    "agent id",
+    "organization",
+    "interactions",
+    "messages per interaction",
+    "memories",
+    "superseded",
+    "contradiction rate",
+    "last activity (UTC)",
+)
+_USER_NUMERIC = (False, False, False, True, True, True, False)
+_AGENT_NUMERIC = (False, False, False, True, True, True, True, True, False)
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+
+def _scope(report: Report) -> str:
+    return f"organization {report.org_id}" if report.org_id is not None else "all organizations"
+
+
+def _totals(report: Report) -> list[tuple[str, str]]:
+    return [
+        ("organizations", f"{report.organizations:,}"),
+        ("users", f"{report.users:,}"),
+        ("agents", f"{report.agents:,}"),
+        ("interactions", f"{report.interactions:,}"),
+        ("messages", f"{report.messages:,}"),
+        ("memories", f"{report.memories:,}"),
+        ("current memories", f"{report.current_memories:,}"),
+        ("superseded memories", f"{report.superseded_memories:,}"),
+        ("contradiction rate", f"{report.contradiction_rate:.1%}"),
+        ("orphaned memories", f"{report.orphaned_memories:,}"),
+    ]
+
+
+def _user_rows(report: Report) -> list[list[str]]:
+    return [
+        [
+            u.user_name,
+            u.user_id,
+            u.org_name,
+            f"{u.interactions:,}",
+            f"{u.memories:,}",
+            f"{u.current_memories:,}",
+            _when(u.last_activity),
+        ]
+        for u in report.busiest_users
+    ]
+
+
+def _agent_rows(report: Report) -> list[list[str]]:
+    return [
+        [
+            a.agent_label if a.agent_label is not None else "(deleted)",
+            a.agent_id,
+            a.org_name,
+            f"{a.interactions:,}",
+            f"{a.messages_per_interaction:,.2f}",
+            f"{a.memories:,}",
+            f"{a.superseded_memories:,}",
+            f"{a.contradiction_rate:.1%}",
+            _when(a.last_activity),
+        ]
+        for a in report.busiest_agents
+    ]
+
+
+# -- text ------------------------------------------------------------------------------------
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def _printable(value: str, width: int = 32) -> str:
+    """User data for a terminal: control characters shown escaped (never sent raw), long names cut."""
+    shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in value)
+    return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> list[str]:
+    cells = [[_printable(cell) for cell in row] for row in rows]
+    widths = [max([len(header)] + [len(row[i]) for row in cells]) for i, header in enumerate(headers)]
+
+    def line(row: Sequence[str]) -> str:
+        padded = (c.rjust(w) if right else c.ljust(w) for c, w, right in zip(row, widths, numeric, strict=True))
+        return "  " + "  ".join(padded).rstrip()
+
+    return [line(headers), "  " + "  ".join("-" * w for w in widths), *(line(row) for row in cells)]
+
+
+def render_text(report: Report) -> str:
+    """The report as plain-text tables for a terminal."""
+    return (
+        "\n".join(
+            [
+                f"memora_pg report: {_printable(_scope(report), 80)}",
+                f"generated {_when(report.generated_at)} UTC",
+                "",
+                "Totals",
+                *(f"  {name:<22}{value:>12}" for name, value in _totals(report)),
+                "",
+                "Memories per user",
+                f"  p50 {report.memories_per_user_p50:,.1f}   p95 {report.memories_per_user_p95:,.1f}"
+                f"   max {report.memories_per_user_max:,}",
+                "",
+                f"Busiest users (top {BUSIEST_USERS} by memories)",
+                *_table(USER_COLUMNS, _user_rows(report), _USER_NUMERIC),
+                "",
+                f"Agents (top {BUSIEST_AGENTS} by memories)",
+                *_table(AGENT_COLUMNS, _agent_rows(report), _AGENT_NUMERIC),
+                "",
+                *_growth_text(report.growth),
+            ]
+        )
+        + "\n"
+    )
+
+
+def _growth_text(growth: Sequence[DailyGrowth]) -> list[str]:
+    """A sparkline of the days, then one row per calendar week (Monday first): added, and the total at its end."""
+    if not growth:
+        return []
+    added = sum(g.added for g in growth)
+    peak = max(g.added for g in growth)
+    sparks = "".join(_SPARKS[(len(_SPARKS) - 1) * g.added // peak] if peak else _SPARKS[0] for g in growth)
+    weeks: dict[date, list[DailyGrowth]] = {}
+    for g in growth:
+        weeks.setdefault(g.day - timedelta(days=g.day.weekday()), []).append(g)
+    rows = [
+        [str(days[0].day), str(days[-1].day), f"{sum(g.added for g in days):,}", f"{days[-1].total:,}"]
+        for days in weeks.values()
+    ]
+    return [
+        f"Memory growth, {growth[0].day} to {growth[-1].day} (UTC days): {added:,} added, {growth[-1].total:,} in all",
+        f"  {sparks}",
+        *_table(["from", "to", "added", "total"], rows, [False, False, True, True]),
+    ]
+
+
+# -- HTML ------------------------------------------------------------------------------------
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2933; margin: 2rem auto;
+       max-width: 60rem; padding: 0 1rem; }
+h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.1rem; margin-top: 2rem; }
+.muted { color: #627d98; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(9.5rem, 1fr)); gap: .6rem; }
+.card { border: 1px solid #d9e2ec; border-radius: 6px; padding: .5rem .7rem; }
+.card b { display: block; font-size: 1.3rem; }
+table { border-collapse: collapse; width: 100%; }
+th, td { padding: .25rem .5rem; border-bottom: 1px solid #e4e7eb; text-align: left; }
+td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-size: 12px; color: #52606d; }
+svg { width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #52606d; }
+"""
+
+_AXIS = "#9aa5b1"
+_FILL = "#9fb3c8"
+_LINE = "#2f6690"
+_BAR = "#d64545"
+_GRID = "#e4e7eb"
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def render_html(report: Report) -> str:
+    """The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched."""
+    cards = [
+        *_totals(report),
+        ("memories per user, p50", f"{report.memories_per_user_p50:,.1f}"),
+        ("memories per user, p95", f"{report.memories_per_user_p95:,.1f}"),
+        ("memories per user, max", f"{report.memories_per_user_max:,}"),
+    ]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>memora_pg report: {_e(_scope(report))}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>memora_pg report: {_e(_scope(report))}</h1>",
+        f'<p class="muted">generated {_e(_when(report.generated_at))} UTC</p>',
+        '<section class="cards">',
+        *(f'<div class="card">{_e(name)}<b>{_e(value)}</b></div>' for name, value in cards),
+        "</section>",
+        "<h2>Memory growth</h2>",
+        _growth_svg(report.growth),
+        "<h2>Contradiction rate per agent</h2>",
+        _rates_svg(report.busiest_agents, with_org=report.org_id is None),
+        f"<h2>Busiest users (top {BUSIEST_USERS} by memories)</h2>",
+        _html_table(USER_COLUMNS, _user_rows(report), _USER_NUMERIC),
+        f"<h2>Agents (top {BUSIEST_AGENTS} by memories)</h2>",
+        _html_table(AGENT_COLUMNS, _agent_rows(report), _AGENT_NUMERIC),
+        "</body>",
+        "</html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
+    def cell(tag: str, index: int, value: str) -> str:
+        kind = ' class="n"' if numeric[index] else ""
+        return f"<{tag}{kind}>{_e(value)}</{tag}>"
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _growth_svg(growth: Sequence[DailyGrowth]) -> str:
+    """An area chart of all memories stored at each day's end, with the day's additions as bars below it."""
+    if not growth:
+        return '<p class="muted">No days to show.</p>'
+    width, height, left, right, top, bottom = 720, 270, 84, 16, 14, 46
+    plot_w, plot_h = width - left - right, height - top - bottom
+    area_h = plot_h * 0.7  # the cumulative area above, the daily bars in the strip below
+    peak_total = max(g.total for g in growth) or 1
+    peak_added = max(g.added for g in growth) or 1
+    step = plot_w / max(len(growth) - 1, 1)
+    xs = [left + i * step for i in range(len(growth))]
+    baseline = top + area_h
+    points = [(x, baseline - area_h * g.total / peak_total) for x, g in zip(xs, growth, strict=True)]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    area = f"M{xs[0]:.1f},{baseline:.1f} L{line} L{xs[-1]:.1f},{baseline:.1f} Z"
+    strip_top, strip_h = baseline + 10, plot_h - area_h - 10
+    bar_w = max(min(step * 0.7, 12), 1.0)
+    bars = "".join(
+        f'<rect class="added" x="{x - bar_w / 2:.1f}" y="{strip_top + strip_h * (1 - g.added / peak_added):.1f}" '
+        f'width="{bar_w:.1f}" height="{strip_h * g.added / peak_added:.1f}" fill="{_LINE}">'
+        f"<title>{_e(g.day)}: {g.added:,} added, {g.total:,} in all</title></rect>"
+        for x, g in zip(xs, growth, strict=True)
+        if g.added
+    )
+    first, last = growth[0], growth[-1]
+    return (
+        f'<svg class="growth" viewBox="0 0 {width} {height}" role="img" font-size="11">'
+        f"<title>Memories stored, {_e(first.day)} to {_e(last.day)} (UTC days)</title>"
+        f'<path class="total" d="{area}" fill="{_FILL}" fill-opacity="0.6" stroke="none"></path>'
+        f'<polyline points="{line}" fill="none" stroke="{_LINE}" stroke-width="2"></polyline>'
+        f"{bars}"
+        f'<line x1="{left}" y1="{baseline:.1f}" x2="{width - right}" y2="{baseline:.1f}" stroke="{_AXIS}"></line>'
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="{_AXIS}"></line>'
+        f'<text x="{left - 6}" y="{top + 8}" text-anchor="end">{peak_total:,}</text>'
+        f'<text x="{left - 6}" y="{baseline:.1f}" text-anchor="end">0</text>'
+        f'<text x="{left - 6}" y="{strip_top + 8:.1f}" text-anchor="end">{peak_added:,} a day</text>'
+        f'<text x="{left}" y="{height - 22}">{_e(first.day)}</text>'
+        f'<text x="{width - right}" y="{height - 22}" text-anchor="end">{_e(last.day)}</text>'
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 5}" text-anchor="middle">'
+        "area: memories stored at the day's end; bars: memories added that day</text>"
+        "</svg>"
+    )
+
+
+def _rates_svg(agents: Sequence[AgentActivity], *, with_org: bool) -> str:
+    """A horizontal bar per agent: the share of its memories that a newer version has superseded."""
+    if not agents:
+        return '<p class="muted">No agents with memories or interactions.</p>'
+    width, row_h, label_w, value_w, top, axis_h = 720, 24, 230, 150, 6, 20
+    bar_room = width - label_w - value_w
+    height = top + row_h * len(agents) + axis_h
+    bottom = top + row_h * len(agents)
+    scale = "".join(
+        f'<line x1="{label_w + bar_room * tick:.1f}" y1="{top}" x2="{label_w + bar_room * tick:.1f}" y2="{bottom}" '
+        f'stroke="{_GRID}"></line>'
+        f'<text x="{label_w + bar_room * tick:.1f}" y="{bottom + 14}" text-anchor="middle">{tick:.0%}</text>'
+        for tick in (0, 0.25, 0.5, 0.75, 1)
+    )
+    rows = []
+    for i, agent in enumerate(agents):
+        y, rate = top + i * row_h, agent.contradiction_rate
+        name = agent.agent_label if agent.agent_label is not None else f"(deleted) {agent.agent_id}"
+        if with_org:
+            name = f"{name} · {agent.org_name}"
+        shown = name if len(name) <= 34 else name[:33] + "…"
+        rows.append(
+            f'<text x="{label_w - 8}" y="{y + 16}" text-anchor="end">{_e(shown)}</text>'
+            f'<rect class="rate" x="{label_w}" y="{y + 5}" width="{bar_room * rate:.1f}" height="{row_h - 10}" '
+            f'fill="{_BAR}"><title>{_e(name)}: {rate:.1%}</title></rect>'
+            f'<text x="{label_w + bar_room * rate + 6:.1f}" y="{y + 16}">'
+            f"{rate:.1%} ({agent.superseded_memories:,} of {agent.memories:,})</text>"
+        )
+    return (
+        f'<svg class="rates" viewBox="0 0 {width} {height}" role="img" font-size="11">'
+        "<title>Contradiction rate per agent: superseded memories over all its memories</title>"
+        f"{scale}{''.join(rows)}"
+        "</svg>"
+    )

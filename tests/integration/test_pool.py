@@ -1,0 +1,99 @@
+"""The connection pool: its settings reach the engine, exhaustion is a typed error, dead connections are replaced."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import AliasChoices
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from memora_pg import DatabaseError, PostgresGraphDB, Settings
+from memora_pg.embeddings import HashEmbedder
+
+SCALING_DOC = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
+
+
+def _graph(settings: Settings, **pool: Any) -> PostgresGraphDB:
+    """A graph that builds its own engine (and pool) from the settings."""
+    return PostgresGraphDB(settings=settings.model_copy(update=pool), embedder=HashEmbedder(384))
+
+
+async def test_an_exhausted_pool_is_a_database_error_about_the_pool(settings: Settings) -> None:
+    """With the only connection held, the next call fails after pool_timeout with a DatabaseError naming the pool."""
+    graph = _graph(settings, pool_size=1, max_overflow=0, pool_timeout=0.5)
+    try:
+        async with graph.database.transaction() as held:
+            with pytest.raises(DatabaseError, match="MEMORA_PG_POOL_SIZE") as caught:
+                await graph.get_all_organizations()
+            assert await held.scalar(text("SELECT 1")) == 1
+        assert isinstance(caught.value.__cause__, sa_exc.TimeoutError)
+        assert "Pool size: 1" in str(caught.value)
+        assert await graph.get_all_organizations() == []
+    finally:
+        await graph.close()
+
+
+async def _backend_pid(graph: PostgresGraphDB) -> int:
+    async with graph.database.transaction() as conn:
+        pid = await conn.scalar(text("SELECT pg_backend_pid()"))
+    assert isinstance(pid, int)
+    return pid
+
+
+async def _terminate(database_url: str, pid: int) -> None:
+    admin = create_async_engine(database_url)
+    try:
+        async with admin.connect() as conn:
+            assert await conn.scalar(text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": pid})
+    finally:
+        await admin.dispose()
+
+
+async def test_pre_ping_replaces_a_connection_the_server_closed(database_url: str, settings: Settings) -> None:
+    """With pool_pre_ping, a pooled connection the server has closed is replaced before use, unseen by the caller."""
+    graph = _graph(settings, pool_size=1, max_overflow=0, pool_pre_ping=True)
+    try:
+        first = await _backend_pid(graph)
+        await _terminate(database_url, first)
+        assert await graph.get_all_organizations() == []
+        assert await _backend_pid(graph) != first
+    finally:
+        await graph.close()
+
+
+async def test_without_pre_ping_a_closed_connection_fails_the_next_call(database_url: str, settings: Settings) -> None:
+    """Without pool_pre_ping, the call that meets a connection the server closed fails with a DatabaseError."""
+    graph = _graph(settings, pool_size=1, max_overflow=0, pool_pre_ping=False)
+    try:
+        await _terminate(database_url, await _backend_pid(graph))
+        with pytest.raises(DatabaseError):
+            await graph.get_all_organizations()
+        assert await graph.get_all_organizations() == []
+    finally:
+        await graph.close()
+
+
+def _environment_names() -> dict[str, str]:
+    """Each MEMORA_PG_* variable and the setting it fills."""
+    names = {}
+    for field_name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [f"MEMORA_PG_{field_name.upper()}"]
+        names.update({choice: field_name for choice in choices if isinstance(choice, str) and choice.isupper()})
+    return names
+
+
+def test_documented_defaults_are_the_settings_defaults() -> None:
+    """Every variable docs/scaling.md lists with a default has exactly that default in Settings."""
+    rows = re.findall(r"^\| `(MEMORA_PG_[A-Z_]+)` \| `([^`]*)` \|", SCALING_DOC.read_text(), flags=re.MULTILINE)
+    assert len(rows) >= 10
+    names = _environment_names()
+    for variable, documented in rows:
+        field = Settings.model_fields[names[variable]]
+        default = "unset" if field.default is None else str(field.default).lower()
+        assert documented == default, variable

@@ -1,0 +1,568 @@
+"""Reporting views (migration 0004) and the headline report built on them, on data made through the public API."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import date
+from html.parser import HTMLParser
+from typing import Any, ClassVar
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memora_pg import ConfigurationError, InvalidInputError, PgVectorDB, PostgresGraphDB, Settings, migrations
+from memora_pg.db import Database, count_statements
+from memora_pg.migrations import MigrationOptions
+from memora_pg.ops import report
+from tests.integration.helpers import chat, day, payload
+
+VIEWS = {
+    "current_memories",
+    "contradiction_chains",
+    "memory_growth_daily",
+    "interactions_per_agent",
+    "orphaned_memories",
+}
+EVE = "Eve <script>alert('x')</script>"
+
+
+@dataclass
+class Built:
+    """Two organizations; in Acme, Jake's chain M1 -> M2 -> M3 with a branch M1 -> M4."""
+
+    acme: str
+    other: str
+    jake: str
+    eve: str
+    zoe: str
+    bob: str
+    jenny: str
+    coach: str
+    helper: str
+    interactions: dict[str, str]
+    memories: dict[str, uuid.UUID]
+
+
+async def _memory_of(graph: PostgresGraphDB, org_id: str, user_id: str, interaction_id: str) -> uuid.UUID:
+    interaction = await graph.get_interaction(org_id, user_id, interaction_id, with_messages=False)
+    return uuid.UUID((interaction.memories or [])[0].memory_id)
+
+
+async def build(graph: PostgresGraphDB) -> Built:
+    """Several days, agents and users; a depth-2 chain with a branch; a truncation; a standalone memory."""
+    acme = (await graph.create_organization("Acme")).org_id
+    other = (await graph.create_organization("Other & Co")).org_id
+    jake = (await graph.create_user(acme, "Jake")).user_id
+    eve = (await graph.create_user(acme, EVE)).user_id
+    zoe = (await graph.create_user(acme, "Zoe")).user_id
+    bob = (await graph.create_user(other, "Bob")).user_id
+    jenny = (await graph.create_agent(acme, "Jenny")).agent_id
+    coach = (await graph.create_agent(acme, "Coach & <b>Co</b>")).agent_id
+    helper = (await graph.create_agent(other, "Helper")).agent_id
+    save = graph.save_interaction_with_memories
+    i: dict[str, str] = {}
+    m: dict[str, uuid.UUID] = {}
+
+    i["1"], _ = await save(
+        acme,
+        jenny,
+        jake,
+        payload(
+            chat("I live in Paris", "noted", "I like tea"),
+            [(f"user_{jake} lives in Paris", [0]), (f"user_{jake} likes tea", [2])],
+            at=day(1),
+        ),
+    )
+    listed = await graph.get_interaction(acme, jake, i["1"], with_messages=False)
+    m["M1"], m["M5"] = (uuid.UUID(x.memory_id) for x in listed.memories or [])
+    i["2"], _ = await save(
+        acme,
+        coach,
+        jake,
+        payload(chat("I moved to Berlin"), contrary=[(f"user_{jake} moved to Berlin", [0], str(m["M1"]))], at=day(2)),
+    )
+    m["M2"] = await _memory_of(graph, acme, jake, i["2"])
+    i["7"], _ = await save(
+        acme, jenny, jake, payload(chat("I have a cat"), [(f"user_{jake} has a cat", [0])], at=day(2))
+    )
+    m["M8"] = await _memory_of(graph, acme, jake, i["7"])
+    i["5"], _ = await save(
+        acme, jenny, eve, payload(chat("hi", "hello"), [(f"agent_{jenny} greeted user_{eve}", [0, 1])], at=day(2))
+    )
+    m["M6"] = await _memory_of(graph, acme, eve, i["5"])
+    i["3"], _ = await save(
+        acme,
+        jenny,
+        jake,
+        payload(chat("Now Rome"), contrary=[(f"user_{jake} moved to Rome", [0], str(m["M2"]))], at=day(3)),
+    )
+    m["M3"] = await _memory_of(graph, acme, jake, i["3"])
+    i["4"], _ = await save(
+        acme,
+        coach,
+        jake,
+        payload(chat("Lisbon now"), contrary=[(f"user_{jake} lives in Lisbon", [0], str(m["M1"]))], at=day(4)),
+    )
+    m["M4"] = await _memory_of(graph, acme, jake, i["4"])
+    # The update keeps message 0 only: M5's source (message 2) goes, M5 stays; I1 now belongs to the coach.
+    await graph.update_interaction_and_memories(acme, coach, jake, i["1"], payload(chat("I live in Paris"), at=day(5)))
+    m["S"] = uuid.uuid4()
+    vectors = graph.get_associated_vector_db()
+    assert isinstance(vectors, PgVectorDB)
+    await vectors.add_memories(acme, eve, jenny, [m["S"]], [f"user_{eve} noted a tip"], day(6).isoformat())
+    i["6"], _ = await save(other, helper, bob, payload(chat("cats!"), [(f"user_{bob} likes cats", [0])], at=day(1)))
+    m["M7"] = await _memory_of(graph, other, bob, i["6"])
+    return Built(acme, other, jake, eve, zoe, bob, jenny, coach, helper, i, m)
+
+
+@pytest.fixture
+async def built(graph: PostgresGraphDB) -> Built:
+    return await build(graph)
+
+
+async def _rows(engine: AsyncEngine, query: str, **params: Any) -> list[dict[str, Any]]:
+    async with engine.connect() as conn:
+        return [dict(row._mapping) for row in await conn.execute(text(query), params)]
+
+
+# -- the views -------------------------------------------------------------------------------
+
+
+async def test_current_memories_lists_each_newest_version_rendered(engine: AsyncEngine, built: Built) -> None:
+    """current_memories holds every memory without a newer version, with names, rendered text and source counts."""
+    b, m = built, built.memories
+    rows = await _rows(engine, "SELECT * FROM memora.current_memories ORDER BY obtained_at, rendered")
+    names = {
+        b.jake: "Jake",
+        b.eve: EVE,
+        b.bob: "Bob",
+        b.jenny: "Jenny",
+        b.coach: "Coach & <b>Co</b>",
+        b.helper: "Helper",
+    }
+
+    def row(
+        org: str,
+        user: str,
+        agent: str,
+        interaction: str | None,
+        key: str,
+        stored: str,
+        rendered: str,
+        n: int,
+        sources: int,
+    ) -> dict[str, Any]:
+        return {
+            "org_id": org,
+            "user_id": user,
+            "user_name": names[user],
+            "agent_id": agent,
+            "agent_label": names[agent],
+            "interaction_id": interaction and b.interactions[interaction],
+            "memory_id": m[key],
+            "memory": stored,
+            "rendered": rendered,
+            "obtained_at": day(n),
+            "source_count": sources,
+        }
+
+    assert rows == [
+        row(b.other, b.bob, b.helper, "6", "M7", f"user_{b.bob} likes cats", "Bob likes cats", 1, 1),
+        row(b.acme, b.jake, b.jenny, "1", "M5", f"user_{b.jake} likes tea", "Jake likes tea", 1, 0),
+        row(b.acme, b.jake, b.jenny, "7", "M8", f"user_{b.jake} has a cat", "Jake has a cat", 2, 1),
+        row(b.acme, b.eve, b.jenny, "5", "M6", f"agent_{b.jenny} greeted user_{b.eve}", f"Jenny greeted {EVE}", 2, 2),
+        row(b.acme, b.jake, b.jenny, "3", "M3", f"user_{b.jake} moved to Rome", "Jake moved to Rome", 3, 1),
+        row(b.acme, b.jake, b.coach, "4", "M4", f"user_{b.jake} lives in Lisbon", "Jake lives in Lisbon", 4, 1),
+        row(b.acme, b.eve, b.jenny, None, "S", f"user_{b.eve} noted a tip", f"{EVE} noted a tip", 6, 0),
+    ]  # fmt: skip
+
+
+async def test_contradiction_chains_walk_from_the_root(engine: AsyncEngine, built: Built) -> None:
+    """Each chain member has its root, depth, predecessor and current versions (newest first, §8.2)."""
+    b, m = built, built.memories
+    rows = await _rows(
+        engine,
+        "SELECT org_id, user_id, root_memory_id, memory_id, previous_memory_id, depth, is_current, current_memory_ids"
+        " FROM memora.contradiction_chains ORDER BY depth, obtained_at",
+    )
+    chain = {"org_id": b.acme, "user_id": b.jake, "root_memory_id": m["M1"]}
+    assert rows == [
+        {**chain, "memory_id": m["M1"], "previous_memory_id": None, "depth": 0, "is_current": False,
+         "current_memory_ids": [m["M4"], m["M3"]]},
+        {**chain, "memory_id": m["M2"], "previous_memory_id": m["M1"], "depth": 1, "is_current": False,
+         "current_memory_ids": [m["M3"]]},
+        {**chain, "memory_id": m["M4"], "previous_memory_id": m["M1"], "depth": 1, "is_current": True,
+         "current_memory_ids": [m["M4"]]},
+        {**chain, "memory_id": m["M3"], "previous_memory_id": m["M2"], "depth": 2, "is_current": True,
+         "current_memory_ids": [m["M3"]]},
+    ]  # fmt: skip
+    texts = await _rows(engine, "SELECT memory, obtained_at FROM memora.contradiction_chains WHERE depth = 2")
+    assert texts == [{"memory": f"user_{b.jake} moved to Rome", "obtained_at": day(3)}]
+
+
+async def test_chains_agree_with_resolved_fetch(graph: PostgresGraphDB, engine: AsyncEngine, built: Built) -> None:
+    """The view's current versions of each chain member are what fetch_user_memories_resolved returns."""
+    b = built
+    for row in await _rows(engine, "SELECT memory_id, current_memory_ids FROM memora.contradiction_chains"):
+        resolved = await graph.fetch_user_memories_resolved(
+            [{"org_id": b.acme, "user_id": b.jake, "memory_id": str(row["memory_id"])}]
+        )
+        assert [uuid.UUID(r.memory_id) for r in resolved] == row["current_memory_ids"]
+
+
+async def test_memory_growth_counts_per_day_and_accumulates_per_user(engine: AsyncEngine, built: Built) -> None:
+    """memory_growth_daily counts per org, user, agent and UTC day; the user's running total spans all agents."""
+    b = built
+    rows = await _rows(
+        engine,
+        "SELECT org_id, user_id, agent_id, day, memories, user_cumulative FROM memora.memory_growth_daily"
+        " WHERE org_id = :org ORDER BY user_id = :jake DESC, day, agent_id = :coach DESC",
+        org=b.acme,
+        jake=b.jake,
+        coach=b.coach,
+    )
+    jake, eve = (b.acme, b.jake), (b.acme, b.eve)
+    assert [
+        (r["org_id"], r["user_id"], r["agent_id"], r["day"], r["memories"], r["user_cumulative"]) for r in rows
+    ] == [
+        (*jake, b.jenny, date(2026, 1, 1), 2, 2),
+        (*jake, b.coach, date(2026, 1, 2), 1, 4),
+        (*jake, b.jenny, date(2026, 1, 2), 1, 4),
+        (*jake, b.jenny, date(2026, 1, 3), 1, 5),
+        (*jake, b.coach, date(2026, 1, 4), 1, 6),
+        (*eve, b.jenny, date(2026, 1, 2), 1, 1),
+        (*eve, b.jenny, date(2026, 1, 6), 1, 2),
+    ]
+    other = await _rows(engine, "SELECT user_id, memories FROM memora.memory_growth_daily WHERE org_id = :o", o=b.other)
+    assert other == [{"user_id": b.bob, "memories": 1}]
+
+
+async def test_interactions_per_agent_counts_by_latest_agent(engine: AsyncEngine, built: Built) -> None:
+    """An interaction counts for the agent of its latest save or update, with its messages and last activity."""
+    b = built
+    rows = await _rows(
+        engine, "SELECT * FROM memora.interactions_per_agent ORDER BY org_id = :o, agent_label", o=b.other
+    )
+    assert [{**r, "messages_per_interaction": str(r["messages_per_interaction"])} for r in rows] == [
+        {"org_id": b.acme, "agent_id": b.coach, "agent_label": "Coach & <b>Co</b>", "interactions": 3, "users": 1,
+         "messages": 3, "messages_per_interaction": "1.00", "last_activity": day(5)},
+        {"org_id": b.acme, "agent_id": b.jenny, "agent_label": "Jenny", "interactions": 3, "users": 2,
+         "messages": 4, "messages_per_interaction": "1.33", "last_activity": day(3)},
+        {"org_id": b.other, "agent_id": b.helper, "agent_label": "Helper", "interactions": 1, "users": 1,
+         "messages": 1, "messages_per_interaction": "1.00", "last_activity": day(1)},
+    ]  # fmt: skip
+
+
+async def test_orphaned_memories_are_truncated_or_standalone(engine: AsyncEngine, built: Built) -> None:
+    """A memory whose source messages were truncated away and a memory without interaction are orphans."""
+    b, m = built, built.memories
+    rows = await _rows(engine, "SELECT * FROM memora.orphaned_memories ORDER BY obtained_at")
+    assert rows == [
+        {"org_id": b.acme, "user_id": b.jake, "agent_id": b.jenny, "interaction_id": b.interactions["1"],
+         "memory_id": m["M5"], "memory": f"user_{b.jake} likes tea", "obtained_at": day(1), "reason": "no_sources"},
+        {"org_id": b.acme, "user_id": b.eve, "agent_id": b.jenny, "interaction_id": None, "memory_id": m["S"],
+         "memory": f"user_{b.eve} noted a tip", "obtained_at": day(6), "reason": "standalone"},
+    ]  # fmt: skip
+
+
+TRICKY = [
+    "user_{u} likes tea",
+    "user_{u}'s wife is Sarah",
+    "agent_{a} reminded USER_{u}",
+    "superuser_{u} note, x_user_{u}, 9agent_{a}",
+    "user_ alone, user_- dash, Agent_{a}-x",
+    "multi\nline user_{u}\tend user_{u}ß",
+    "user_{u}user_{u}",
+    "agent_{gone} said hi to user_{u}",
+    "ümlaut user_{u}. ä agent_{a}!",
+]
+
+
+async def test_rendered_column_matches_the_python_rendering(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
+    """The view renders placeholders exactly as the graph's reads do (§9.4), with names that look like syntax."""
+    org = (await graph.create_organization("Render")).org_id
+    user = (await graph.create_user(org, r"Jo \1 \& $1 agent_x")).user_id
+    agent = (await graph.create_agent(org, r"A\&B user_y")).agent_id
+    gone = (await graph.create_agent(org, "Gone")).agent_id
+    for agent_id in (agent, gone):
+        texts = [t.format(u=user, a=agent, gone=gone) for t in TRICKY]
+        await graph.save_interaction_with_memories(
+            org, agent_id, user, payload(chat("x"), [(t, [0]) for t in texts], at=day(1))
+        )
+    await graph.delete_agent(org, gone)
+    expected = {(m.agent_id, m.memory) for m in await graph.get_all_user_memories(org, user)}
+    rows = await _rows(engine, "SELECT agent_id, rendered FROM memora.current_memories WHERE org_id = :o", o=org)
+    assert {(r["agent_id"], r["rendered"]) for r in rows} == expected
+    assert len(expected) == 2 * len(TRICKY)
+    assert (agent, r"Jo \1 \& $1 agent_x's wife is Sarah") in expected
+    assert (gone, f"agent_{gone} said hi to " + r"Jo \1 \& $1 agent_x") in expected
+
+
+async def test_views_filter_by_organization(engine: AsyncEngine, built: Built) -> None:
+    """Every view leads with org_id, and a filter on it keeps only that organization's rows."""
+    for view in sorted(VIEWS):
+        columns = await _rows(
+            engine,
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = 'memora' AND table_name = :v AND ordinal_position = 1",
+            v=view,
+        )
+        assert columns == [{"column_name": "org_id"}], view
+    counts = {
+        view: (await _rows(engine, f"SELECT count(*) AS n FROM memora.{view} WHERE org_id = :o", o=built.other))[0]["n"]
+        for view in sorted(VIEWS)
+    }
+    assert counts == {
+        "contradiction_chains": 0,
+        "current_memories": 1,
+        "interactions_per_agent": 1,
+        "memory_growth_daily": 1,
+        "orphaned_memories": 0,
+    }
+
+
+# -- the report ------------------------------------------------------------------------------
+
+
+async def test_headline_numbers_for_the_whole_database(graph: PostgresGraphDB, built: Built) -> None:
+    """The headline counts, rates, spread per user, busiest users and agents, and daily growth are exact."""
+    b = built
+    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
+    assert r.org_id is None
+    assert (r.organizations, r.users, r.agents, r.interactions, r.messages) == (2, 4, 3, 7, 8)
+    assert (r.memories, r.current_memories, r.superseded_memories, r.orphaned_memories) == (9, 7, 2, 2)
+    assert r.contradiction_rate == pytest.approx(2 / 9)
+    # memories per user: Zoe 0, Bob 1, Eve 2, Jake 6
+    assert r.memories_per_user_p50 == pytest.approx(1.5)
+    assert r.memories_per_user_p95 == pytest.approx(2 + 0.85 * 4)
+    assert r.memories_per_user_max == 6
+    assert [(u.user_name, u.org_name, u.interactions, u.memories, u.current_memories, u.last_activity)
+            for u in r.busiest_users] == [
+        ("Jake", "Acme", 5, 6, 4, day(5)),
+        (EVE, "Acme", 1, 2, 2, day(2)),
+        ("Bob", "Other & Co", 1, 1, 1, day(1)),
+        ("Zoe", "Acme", 0, 0, 0, None),
+    ]  # fmt: skip
+    assert [(a.agent_id, a.agent_label, a.interactions, a.messages_per_interaction, a.memories,
+             a.superseded_memories, a.last_activity) for a in r.busiest_agents] == [
+        (b.jenny, "Jenny", 3, pytest.approx(1.33), 6, 1, day(3)),
+        (b.coach, "Coach & <b>Co</b>", 3, 1.0, 2, 1, day(5)),
+        (b.helper, "Helper", 1, 1.0, 1, 0, day(1)),
+    ]  # fmt: skip
+    assert [a.contradiction_rate for a in r.busiest_agents] == pytest.approx([1 / 6, 1 / 2, 0])
+    assert [(g.day.day, g.added, g.total) for g in r.growth] == [
+        (1, 3, 3), (2, 3, 6), (3, 1, 7), (4, 1, 8), (5, 0, 8), (6, 1, 9), (7, 0, 9), (8, 0, 9), (9, 0, 9), (10, 0, 9)
+    ]  # fmt: skip
+
+
+async def test_headline_of_one_organization(graph: PostgresGraphDB, built: Built) -> None:
+    """With org_id every number is the organization's; growth before the window counts in the total."""
+    r = await report.headline(graph.database, org_id=built.acme, until=date(2026, 1, 4), days=3)
+    assert (r.organizations, r.users, r.agents, r.interactions, r.messages) == (1, 3, 2, 6, 7)
+    assert (r.memories, r.current_memories, r.superseded_memories, r.orphaned_memories) == (8, 6, 2, 2)
+    assert r.contradiction_rate == pytest.approx(0.25)
+    assert (r.memories_per_user_p50, r.memories_per_user_max) == (2.0, 6)
+    assert r.memories_per_user_p95 == pytest.approx(2 + 0.9 * 4)
+    assert [u.user_name for u in r.busiest_users] == ["Jake", EVE, "Zoe"]
+    assert [a.agent_label for a in r.busiest_agents] == ["Jenny", "Coach & <b>Co</b>"]
+    assert [(g.day, g.added, g.total) for g in r.growth] == [
+        (date(2026, 1, 2), 3, 5), (date(2026, 1, 3), 1, 6), (date(2026, 1, 4), 1, 7)
+    ]  # fmt: skip
+
+
+async def test_headline_of_an_empty_or_unknown_organization(graph: PostgresGraphDB, built: Built) -> None:
+    """An organization without rows reports zeros and empty lists, never an error."""
+    r = await report.headline(graph.database, org_id="no-such-org", until=date(2026, 1, 10), days=2)
+    assert (r.organizations, r.users, r.memories, r.contradiction_rate, r.memories_per_user_max) == (0, 0, 0, 0.0, 0)
+    assert (r.busiest_users, r.busiest_agents) == ([], [])
+    assert [(g.added, g.total) for g in r.growth] == [(0, 0), (0, 0)]
+    assert "no-such-org" in report.render_text(r)
+    _check_html(report.render_html(r))
+
+
+@pytest.mark.parametrize("bad", [{"org_id": ""}, {"days": 0}, {"days": 10_000}, {"days": True}])
+async def test_headline_rejects_bad_arguments(graph: PostgresGraphDB, bad: dict[str, Any]) -> None:
+    """An empty org_id or a window outside 1..3660 days is InvalidInputError, before any query."""
+    with pytest.raises(InvalidInputError):
+        await report.headline(graph.database, **bad)
+
+
+async def test_render_text_shows_the_numbers(graph: PostgresGraphDB, built: Built) -> None:
+    """The terminal report holds every headline number, the names, and never a raw control character."""
+    await graph.update_user(built.acme, built.zoe, "Zoe\x1b[31m")
+    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
+    out = report.render_text(r)
+    lines = {" ".join(line.split()) for line in out.splitlines()}
+    for expected in [
+        "organizations 2", "users 4", "agents 3", "interactions 7", "messages 8", "memories 9",
+        "current memories 7", "superseded memories 2", "contradiction rate 22.2%", "orphaned memories 2",
+        "p50 1.5 p95 5.4 max 6",
+    ]:  # fmt: skip
+        assert expected in lines, expected
+    assert any(line.startswith(f"Jake {built.jake} Acme 5 6 4 2026-01-05 12:00") for line in lines)
+    assert any(line.startswith(f"Jenny {built.jenny} Acme 3 1.33 6 1 16.7% 2026-01-03 12:00") for line in lines)
+    assert "Memory growth, 2026-01-01 to 2026-01-10 (UTC days): 9 added, 9 in all" in out
+    assert "\x1b" not in out
+    assert "Zoe\\x1b[31m" in out
+
+
+class _Page(HTMLParser):
+    """Checks that every element is closed in order and records tags, attributes and text."""
+
+    VOID: ClassVar[set[str]] = {"meta", "link", "br", "img", "hr", "input"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.open[-1:] == [tag], (tag, self.open[-3:])
+        self.open.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _check_html(page: str) -> _Page:
+    parser = _Page()
+    parser.feed(page)
+    parser.close()
+    assert page.startswith("<!DOCTYPE html>")
+    assert parser.open == []
+    names = [tag for tag, _ in parser.tags]
+    assert names[:2] == ["html", "head"]
+    assert "script" not in names
+    assert "link" not in names
+    assert "img" not in names
+    for _, attrs in parser.tags:
+        assert not {"src", "href"} & set(attrs)
+        assert not any(name.startswith("on") for name in attrs)
+    assert "http://" not in page
+    assert "https://" not in page
+    assert "url(" not in page
+    return parser
+
+
+async def test_render_html_is_a_self_contained_well_formed_page(graph: PostgresGraphDB, built: Built) -> None:
+    """The HTML page closes every element, draws its SVG charts inline, loads nothing and escapes every name."""
+    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
+    page = report.render_html(r)
+    parsed = _check_html(page)
+    svgs = [attrs.get("class") for tag, attrs in parsed.tags if tag == "svg"]
+    assert svgs == ["growth", "rates"]
+    classes = [attrs.get("class") for tag, attrs in parsed.tags if tag in ("path", "rect")]
+    assert classes.count("total") == 1
+    assert classes.count("added") == 5  # the days with new memories
+    assert classes.count("rate") == 3  # one bar per agent
+    assert any(tag == "polyline" for tag, _ in parsed.tags)
+    widths = [float(attrs["width"] or 0) for tag, attrs in parsed.tags if attrs.get("class") == "rate"]
+    assert widths[2] == 0
+    assert widths[1] == pytest.approx(3 * widths[0], abs=0.2)
+    text_content = "".join(parsed.text)
+    assert EVE in text_content
+    assert "Coach & <b>Co</b>" in text_content
+    assert "Other & Co" in text_content
+    assert "Eve &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "Coach &amp; &lt;b&gt;Co&lt;/b&gt;" in page
+    assert "<b>Co</b>" not in page
+    assert "<script>" not in page
+    assert "22.2%" in text_content
+    assert "5.4" in text_content
+
+
+async def test_deleted_agents_stay_in_the_report(graph: PostgresGraphDB, engine: AsyncEngine, built: Built) -> None:
+    """A deleted agent's interactions and memories still count, shown without a label and with tokens left as stored."""
+    await graph.delete_agent(built.acme, built.jenny)
+    r = await report.headline(graph.database, org_id=built.acme, until=date(2026, 1, 10), days=10)
+    assert [(a.agent_id, a.agent_label, a.memories) for a in r.busiest_agents] == [
+        (built.jenny, None, 6),
+        (built.coach, "Coach & <b>Co</b>", 2),
+    ]
+    assert any(line.split()[:2] == ["(deleted)", built.jenny] for line in report.render_text(r).splitlines())
+    assert f"(deleted) {built.jenny}" in report.render_html(r)
+    rows = await _rows(engine, "SELECT agent_label, rendered FROM memora.current_memories WHERE memory_id = :m",
+                       m=built.memories["M6"])  # fmt: skip
+    assert rows == [{"agent_label": None, "rendered": f"agent_{built.jenny} greeted {EVE}"}]
+
+
+async def test_render_json_holds_the_report(graph: PostgresGraphDB, built: Built) -> None:
+    """The JSON form carries the same numbers with ISO dates."""
+    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
+    data = report.as_dict(r)
+    assert (data["memories"], data["current_memories"], data["superseded_memories"]) == (9, 7, 2)
+    assert data["growth"][0] == {"day": "2026-01-01", "added": 3, "total": 3}
+    assert data["busiest_users"][0]["last_activity"] == "2026-01-05T12:00:00+00:00"
+    assert EVE in report.render_json(r)
+
+
+async def test_headline_sends_one_statement_per_section(graph: PostgresGraphDB, built: Built) -> None:
+    """The report is four statements (totals, users, agents, growth), however many rows there are."""
+    statements = count_statements(await graph.database.engine())
+    await report.headline(graph.database, until=date(2026, 1, 10), days=10)
+    assert len(statements) == 4
+    assert all("memora" in statement for statement in statements)
+
+
+# -- the migration ---------------------------------------------------------------------------
+
+
+async def _views(url: str, schema: str) -> dict[str, list[str] | None]:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text(
+                    "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = :s AND c.relkind = 'v'"
+                ),
+                {"s": schema},
+            )
+            return {row.relname: row.reloptions for row in rows}
+    finally:
+        await engine.dispose()
+
+
+async def test_views_migrate_up_down_and_up(fresh_database: str) -> None:
+    """0004 creates the five views (with the invoker's rights), drops them on downgrade, and creates them again."""
+    engine = create_async_engine(fresh_database)
+    options = MigrationOptions(schema="reports")
+    try:
+        await migrations.upgrade(engine, options)
+        views = await _views(fresh_database, "reports")
+        assert set(views) == VIEWS
+        assert all(reloptions == ["security_invoker=true"] for reloptions in views.values())
+        await migrations.downgrade(engine, options, "0003")
+        assert await _views(fresh_database, "reports") == {}
+        async with engine.connect() as conn:
+            assert await migrations.current_revision(conn, "reports") == "0003"
+        await migrations.upgrade(engine, options)
+        assert set(await _views(fresh_database, "reports")) == VIEWS
+    finally:
+        await engine.dispose()
+
+
+async def test_report_without_views_is_a_configuration_error(fresh_database: str) -> None:
+    """A database still at 0003 has no reporting views: the report says what to run."""
+    engine = create_async_engine(fresh_database)
+    try:
+        await migrations.upgrade(engine, MigrationOptions(schema="older"), "0003")
+    finally:
+        await engine.dispose()
+    database = Database(fresh_database, settings=Settings(db_schema="older"))
+    try:
+        with pytest.raises(ConfigurationError, match="no reporting views"):
+            await report.headline(database)
+    finally:
+        await database.close()

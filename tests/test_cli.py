@@ -1,0 +1,205 @@
+"""The memora-pg command line, through its entry point: argv in, output and exit code out."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from memora_pg import embedded, migrations
+from memora_pg.cli import EXAMPLES, build_parser, main
+
+COMMANDS = sorted(EXAMPLES)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help_with_an_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`memora-pg COMMAND --help` describes the command and shows an example."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert f"Example: {EXAMPLES[command]}" in out
+    assert "--database-url" in out
+
+
+def test_every_subcommand_is_documented() -> None:
+    """Every subcommand of the parser has an example in EXAMPLES (and so a help test)."""
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    assert sorted(subparsers.choices) == COMMANDS  # type: ignore[union-attr]
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's exit code 2 for a command that does not exist."""
+    with pytest.raises(SystemExit) as exited:
+        main(["frobnicate"])
+    assert exited.value.code == 2
+
+
+def test_db_commands(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """db upgrade / current / downgrade / history on a real database, with --json output."""
+    assert main(["db", "current", "--database-url", fresh_database, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["revision"] is None
+    assert main(["db", "upgrade", "--database-url", fresh_database, "--schema", "cli_db"]) == 0
+    head = migrations.head_revision()
+    assert f"revision {head} (head {head})" in capsys.readouterr().out
+    assert main(["db", "downgrade", "base", "--database-url", fresh_database, "--schema", "cli_db", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["revision"] is None
+    assert main(["db", "history"]) == 0
+    assert "0001" in capsys.readouterr().out
+
+
+def test_db_sql_prints_the_script_without_a_database(capsys: pytest.CaptureFixture[str]) -> None:
+    """db sql writes the reviewable upgrade script for the configured schema."""
+    assert main(["db", "sql", "--schema", "dba"]) == 0
+    script = capsys.readouterr().out
+    assert "CREATE TABLE dba.memories" in script
+    assert "CREATE EXTENSION IF NOT EXISTS vector" in script
+
+
+def test_server_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """server start/status/url/stop manage an embedded PostgreSQL in the given data directory."""
+    base = ["--data-dir", str(tmp_path)]
+    try:
+        assert main(["server", "status", *base]) == 3
+        assert main(["server", "start", *base]) == 0
+        url = capsys.readouterr().out.strip().splitlines()[-1]
+        assert url.startswith("postgresql+asyncpg://")
+        assert main(["server", "url", *base]) == 0
+        assert capsys.readouterr().out.strip() == url
+        assert main(["server", "status", *base, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["running"] is True
+        assert main(["server", "stop", *base]) == 0
+        assert "stopped" in capsys.readouterr().out
+        assert main(["server", "status", *base]) == 3
+    finally:
+        embedded.stop(tmp_path)
+
+
+def test_doctor_passes_on_a_migrated_database(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """doctor reports every check ok on a database at head and exits 0."""
+    assert main(["doctor", "--database-url", database_url, "--embedding-dimensions", "384", "--json"]) == 0
+    checks = {c["name"]: c["status"] for c in json.loads(capsys.readouterr().out)}
+    assert checks["schema"] == "ok"
+    assert checks["pgvector"] == "ok"
+    assert checks["indexes"] == "ok"
+    assert checks["dimensions"] == "ok"
+    assert checks["plans"] == "ok"
+
+
+def test_doctor_fails_and_says_what_to_fix(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """On an empty database, and with a wrong dimension or a dropped index, doctor fails with a fix."""
+    assert main(["doctor", "--database-url", fresh_database]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] schema" in out
+    assert "fix: Run memora-pg db upgrade" in out
+
+    async def break_an_index() -> None:
+        engine = create_async_engine(fresh_database)
+        try:
+            await migrations.upgrade(engine, migrations.MigrationOptions(schema="memora"))
+            async with engine.begin() as conn:
+                await conn.execute(text("DROP INDEX memora.ix_memories_user_recent"))
+        finally:
+            await engine.dispose()
+
+    asyncio.run(break_an_index())
+    assert main(["doctor", "--database-url", fresh_database, "--embedding-dimensions", "768"]) == 1
+    out = capsys.readouterr().out
+    assert "[FAIL] dimensions" in out
+    assert "[FAIL] indexes: missing: ix_memories_user_recent" in out
+
+
+def test_errors_exit_1_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    """A memora_pg error (here a URL that is not PostgreSQL) is printed and exits 1, without a traceback."""
+    assert main(["db", "current", "--database-url", "sqlite:///x.db"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: memora_pg needs PostgreSQL")
+
+
+def test_demo_runs_on_a_given_database(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """memora-pg demo tells its story on any server: the newest version wins, the history shows both."""
+    assert main(["demo", "--database-url", database_url]) == 0
+    out = capsys.readouterr().out
+    resolved = out.split("Resolved:")[1].split("History")[0]
+    assert "Jake moved to Berlin" in resolved
+    assert "Jake lives in Lisbon" not in resolved
+    history = out.split("History of that memory")[1]
+    assert history.index("Jake moved to Berlin") < history.index("Jake lives in Lisbon")
+
+
+def test_index_modes(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """index drop switches to exact mode (doctor warns, not fails); index build restores hnsw, concurrently."""
+    assert main(["db", "upgrade", "--database-url", fresh_database]) == 0
+    capsys.readouterr()
+    assert main(["index", "status", "--database-url", fresh_database, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mode"] == "hnsw"
+    assert main(["index", "drop", "--database-url", fresh_database]) == 0
+    assert "index mode: exact" in capsys.readouterr().out
+    assert main(["doctor", "--database-url", fresh_database, "--json"]) == 0
+    checks = {c["name"]: c["status"] for c in json.loads(capsys.readouterr().out)}
+    assert checks["index mode"] == "warn"
+    assert checks["indexes"] == "ok"
+    assert main(["index", "build", "--database-url", fresh_database, "--json"]) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert built["mode"] == "hnsw"
+    assert built["valid"] is True
+    assert "USING hnsw (embedding vector_cosine_ops)" in built["definition"]
+
+
+def test_report_command(database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """report prints headline numbers, --json is machine-readable, --html writes a self-contained page."""
+    assert main(["demo", "--database-url", database_url]) == 0
+    capsys.readouterr()
+    page = tmp_path / "report.html"
+    assert main(["report", "--database-url", database_url, "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    assert "HTML report written" in out
+    html = page.read_text()
+    assert "<svg" in html
+    assert "<script" not in html
+    assert main(["report", "--database-url", database_url, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["memories"] >= 5
+
+
+def test_reembed_command(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """reembed switches the database to another embedder's dimension and reports the count."""
+
+    async def seed() -> None:
+        from memora_pg import PostgresGraphDB
+        from memora_pg.embeddings import HashEmbedder
+        from tests.integration.helpers import chat, payload, world
+
+        graph = PostgresGraphDB(fresh_database, embedder=HashEmbedder(384))
+        await graph.setup()
+        w = await world(graph)
+        await graph.save_interaction_with_memories(
+            w.org_id, w.agent_id, w.user_id, payload(chat("a"), [("green tea", [0]), ("black coffee", [0])])
+        )
+        await graph.close()
+
+    asyncio.run(seed())
+    assert main(["reembed", "--embedder", "hash:128", "--database-url", fresh_database, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["dimensions"] == 128
+    assert main(["doctor", "--database-url", fresh_database, "--embedding-dimensions", "128"]) == 0
+
+
+def test_export_then_import_through_the_cli(
+    database_url: str, fresh_database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """export writes JSON Lines that import loads into an empty database, with the same counts."""
+    assert main(["demo", "--database-url", database_url]) == 0
+    capsys.readouterr()
+    dump = tmp_path / "all.jsonl"
+    assert main(["export", "--database-url", database_url, "-o", str(dump), "--json"]) == 0
+    exported = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert main(["import", str(dump), "--database-url", fresh_database, "--json"]) == 0
+    imported = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in imported.items() if v} == {k: v for k, v in exported.items() if v}
