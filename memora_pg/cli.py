@@ -316,6 +316,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         database = Database(settings=_settings(args))
         try:
             if args.action == "build":
+                await indexes.build_missing(database)
                 found = await indexes.build_hnsw(database)
             elif args.action == "drop":
                 found = await indexes.drop_hnsw(database)

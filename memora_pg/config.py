@@ -65,7 +65,12 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="Seconds to wait for a free connection before a DatabaseError."
     )
     pool_recycle: int = Field(default=1800, description="Seconds after which a pooled connection is replaced.")
-    pool_pre_ping: bool = Field(default=True, description="Test each connection as it leaves the pool.")
+    pool_pre_ping: bool = Field(
+        default=True,
+        description="Ping each connection as it leaves the pool, so the first call after a server restart "
+        "works (three round trips with asyncpg). Off, a connection asyncpg already saw closed is still "
+        "replaced without a round trip, but one the server closed silently fails its next call.",
+    )
     statement_cache_size: int = Field(
         default=100, ge=0, description="asyncpg prepared-statement cache; 0 behind pgbouncer in transaction mode."
     )

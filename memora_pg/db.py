@@ -76,7 +76,7 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         # names (``prepared_statement_name_func``) would instead leave one named statement per
         # query on pgbouncer's server connections.
         connect_args["prepared_statement_cache_size"] = 0
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=settings.pool_size,
         max_overflow=settings.max_overflow,
@@ -85,6 +85,20 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         pool_pre_ping=settings.pool_pre_ping,
         connect_args=connect_args,
     )
+    event.listen(engine.sync_engine, "checkout", _drop_closed_connection)
+    return engine
+
+
+def _drop_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """Replace a pooled connection that asyncpg already knows is closed (the server restarted or
+    closed it), without a round trip: the pool then takes or opens another one.
+
+    SQLAlchemy's ``pool_pre_ping`` also catches connections that died silently, at the cost of
+    three round trips per checkout with asyncpg; it stays available as a setting.
+    """
+    driver = getattr(dbapi_connection, "driver_connection", None)
+    if driver is not None and driver.is_closed():
+        raise sa_exc.DisconnectionError("the connection was closed")
 
 
 async def create_engine_from_settings(settings: Settings) -> AsyncEngine:

@@ -64,6 +64,27 @@ def alembic_config(options: MigrationOptions, connection: Connection | None = No
     return config
 
 
+# Above this many rows, building an index inside the migration's transaction would block writes to
+# the table for too long: the migration leaves it to ``memora-pg index build`` (CONCURRENTLY).
+LARGE_TABLE_ROWS = 100_000
+
+
+def defer_index_build(schema: str, table: str) -> bool:
+    """True when ``table`` is large enough that its new index should be built CONCURRENTLY, later.
+
+    Offline (``--sql``) there is no table to measure: the script builds the index in place and a
+    DBA can edit it into ``CREATE INDEX CONCURRENTLY``.
+    """
+    from alembic import context, op
+
+    if context.is_offline_mode():
+        return False
+    rows = op.get_bind().scalar(
+        text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": f'"{schema}".{table}'}
+    )
+    return bool(rows and rows > LARGE_TABLE_ROWS)
+
+
 def options() -> MigrationOptions:
     """The options of the running migration; called by the scripts in ``alembic/versions``."""
     from alembic import context

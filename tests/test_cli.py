@@ -203,3 +203,34 @@ def test_export_then_import_through_the_cli(
     assert main(["import", str(dump), "--database-url", fresh_database, "--json"]) == 0
     imported = json.loads(capsys.readouterr().out)
     assert {k: v for k, v in imported.items() if v} == {k: v for k, v in exported.items() if v}
+
+
+def test_large_tables_get_their_new_index_concurrently_later(
+    fresh_database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a large memories table, migration 0003 leaves its GIN index to `index build`, which never blocks writes."""
+
+    async def upgrade_with_data() -> None:
+        engine = create_async_engine(fresh_database)
+        options = migrations.MigrationOptions(schema="memora")
+        await migrations.upgrade(engine, options, "0002")
+        async with engine.begin() as conn:  # written directly: the package's code expects the head revision
+            await conn.execute(text("INSERT INTO memora.organizations (org_id, org_name) VALUES ('o', 'o')"))
+            await conn.execute(text("INSERT INTO memora.users (org_id, user_id, user_name) VALUES ('o', 'u', 'u')"))
+            await conn.execute(
+                text(
+                    "INSERT INTO memora.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at) "
+                    "SELECT 'o', gen_random_uuid(), 'u', 'a', 'm' || g, now() FROM generate_series(1, 50) g"
+                )
+            )
+            await conn.execute(text("ANALYZE memora.memories"))
+        monkeypatch.setattr(migrations, "LARGE_TABLE_ROWS", 10)
+        await migrations.upgrade(engine, options)
+        await engine.dispose()
+
+    asyncio.run(upgrade_with_data())
+    assert main(["doctor", "--database-url", fresh_database]) == 1
+    assert "missing: ix_memories_metadata" in capsys.readouterr().out
+    assert main(["index", "build", "--database-url", fresh_database]) == 0
+    capsys.readouterr()
+    assert main(["doctor", "--database-url", fresh_database]) == 0

@@ -7,12 +7,13 @@ Create Date: 2026-11-30
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from alembic import op
-from memora_pg.migrations import options
+from memora_pg.migrations import defer_index_build, options
 
 revision: str = "0003"
 down_revision: str | None = "0002"
@@ -22,7 +23,13 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     schema = options().schema
-    op.create_index("ix_memories_metadata", "memories", ["metadata"], schema=schema, postgresql_using="gin")
+    if defer_index_build(schema, "memories"):
+        # A large table: `memora-pg index build` creates it CONCURRENTLY, without blocking writes.
+        logging.getLogger("alembic").warning(
+            "memories is large: ix_memories_metadata is left to 'memora-pg index build' (CONCURRENTLY)"
+        )
+    else:
+        op.create_index("ix_memories_metadata", "memories", ["metadata"], schema=schema, postgresql_using="gin")
     op.create_table(
         "memory_history",
         sa.Column("org_id", sa.Text(), nullable=False),
@@ -53,4 +60,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     schema = options().schema
     op.drop_table("memory_history", schema=schema)
-    op.drop_index("ix_memories_metadata", table_name="memories", schema=schema)
+    op.execute(f'DROP INDEX IF EXISTS "{schema}".ix_memories_metadata')

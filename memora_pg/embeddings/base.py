@@ -7,6 +7,8 @@ import numbers
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from memora_pg.errors import EmbeddingError, InvalidInputError, MemoraPGError
 
 
@@ -71,12 +73,38 @@ def _as_sequence(value: object) -> Sequence[object] | None:
     return None
 
 
+_NUMBERS = {float, int}
+
+
+def _checked_with_numpy(vectors: Sequence[object], count: int, dimensions: int) -> list[list[float]] | None:
+    """The common case checked at once: a well-formed block of finite floats. None sends the
+    caller to the value-by-value check, which names the first bad value."""
+    # numpy would turn True into 1.0: plain lists must hold only ints and floats (type(True) is bool).
+    if not all(isinstance(row, np.ndarray) or set(map(type, row)) <= _NUMBERS for row in vectors):  # type: ignore[call-overload]
+        return None
+    try:
+        raw = np.asarray(vectors)
+    except (TypeError, ValueError):
+        return None
+    # Only real numbers: strings, bools and objects go to the value-by-value check.
+    if raw.dtype.kind not in "fiu" or raw.shape != (count, dimensions):
+        return None
+    block = raw.astype(np.float64, copy=False)
+    if not np.isfinite(block).all():
+        return None
+    checked: list[list[float]] = block.tolist()
+    return checked
+
+
 def _check_vectors(result: object, count: int, dimensions: int) -> list[list[float]]:
     vectors = _as_sequence(result)
     if vectors is None:
         raise EmbeddingError(f"embedder returned {type(result).__name__}, expected a list of vectors")
     if len(vectors) != count:
         raise EmbeddingError(f"embedder returned {len(vectors)} vectors for {count} texts")
+    fast = _checked_with_numpy(vectors, count, dimensions)
+    if fast is not None:
+        return fast
     checked: list[list[float]] = []
     for row, item in enumerate(vectors):
         vector = _as_sequence(item)

@@ -133,7 +133,7 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         )
     if missing:
         checks.append(
-            Check("indexes", "fail", "missing: " + ", ".join(missing), "Run memora-pg db upgrade, or recreate them.")
+            Check("indexes", "fail", "missing: " + ", ".join(missing), "Run memora-pg index build (CONCURRENTLY).")
         )
     elif revision == head:
         checks.append(Check("indexes", "ok", f"{len(expected)} indexes present (HNSW and btree)"))

@@ -61,6 +61,54 @@ async def build_hnsw(database: Database) -> IndexState:
     return await state(database)
 
 
+MISSING = """
+SELECT c.relname FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = :schema AND NOT i.indisvalid
+"""
+
+
+async def build_missing(database: Database) -> list[str]:
+    """Create, CONCURRENTLY, every index of memora_pg's tables that is missing or invalid.
+
+    Migrations leave an index on a large table to this call (see ``migrations.defer_index_build``),
+    and an interrupted concurrent build leaves an invalid index that this replaces.
+    """
+    from sqlalchemy.schema import CreateIndex
+
+    from memora_pg.schema import metadata_in
+
+    schema = database.schema
+    engine = await database.raw_engine()
+    built = []
+    with deployment_errors(engine):
+        async with engine.connect() as conn:
+            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            present = set(
+                (
+                    await auto.execute(text("SELECT indexname FROM pg_indexes WHERE schemaname = :s"), {"s": schema})
+                ).scalars()
+            )
+            invalid = set((await auto.execute(text(MISSING), {"schema": schema})).scalars())
+            for table in metadata_in(schema).sorted_tables:
+                for index in table.indexes:
+                    name = str(index.name)
+                    if name in present and name not in invalid:
+                        continue
+                    if name in invalid:
+                        await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{name}'))
+                    if name == HNSW_INDEX:
+                        continue  # built only on request: its absence is the exact mode
+                    options = index.dialect_options["postgresql"]
+                    options["concurrently"] = True
+                    try:
+                        await auto.execute(CreateIndex(index))
+                    finally:
+                        options["concurrently"] = False
+                    built.append(name)
+    return built
+
+
 async def drop_hnsw(database: Database) -> IndexState:
     """Drop the HNSW index without blocking readers or writers: ``exact`` mode."""
     engine = await database.raw_engine()
