@@ -67,9 +67,9 @@ class Settings(BaseSettings):
     pool_recycle: int = Field(default=1800, description="Seconds after which a pooled connection is replaced.")
     pool_pre_ping: bool = Field(
         default=True,
-        description="Ping each connection as it leaves the pool, so the first call after a server restart "
-        "works (three round trips with asyncpg). Off, a connection asyncpg already saw closed is still "
-        "replaced without a round trip, but one the server closed silently fails its next call.",
+        description="Ping each connection (one round trip) as it leaves the pool, so the first call after a "
+        "server restart works. Off, a connection asyncpg already saw closed is still replaced without a round "
+        "trip, but one the server closed silently fails its next call.",
     )
     statement_cache_size: int = Field(
         default=100, ge=0, description="asyncpg prepared-statement cache; 0 behind pgbouncer in transaction mode."

@@ -23,6 +23,11 @@ from typing import Any
 from pydantic import SecretStr
 from sqlalchemy import TextClause, event, text
 from sqlalchemy import exc as sa_exc
+
+try:  # SQLAlchemy 2.1
+    from sqlalchemy.util.concurrency import await_ as _await
+except ImportError:  # SQLAlchemy 2.0
+    from sqlalchemy.util.concurrency import await_only as _await  # type: ignore[no-redef,unused-ignore]
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -82,23 +87,35 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         max_overflow=settings.max_overflow,
         pool_timeout=settings.pool_timeout,
         pool_recycle=settings.pool_recycle,
-        pool_pre_ping=settings.pool_pre_ping,
         connect_args=connect_args,
     )
-    event.listen(engine.sync_engine, "checkout", _drop_closed_connection)
+    event.listen(engine.sync_engine, "checkout", _ping if settings.pool_pre_ping else _drop_closed_connection)
     return engine
 
 
 def _drop_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Replace a pooled connection that asyncpg already knows is closed (the server restarted or
-    closed it), without a round trip: the pool then takes or opens another one.
-
-    SQLAlchemy's ``pool_pre_ping`` also catches connections that died silently, at the cost of
-    three round trips per checkout with asyncpg; it stays available as a setting.
-    """
+    """Replace a pooled connection that asyncpg already knows is closed, without a round trip:
+    the pool then takes or opens another one."""
     driver = getattr(dbapi_connection, "driver_connection", None)
     if driver is not None and driver.is_closed():
         raise sa_exc.DisconnectionError("the connection was closed")
+
+
+def _ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """``pool_pre_ping`` in one round trip: a simple-protocol ``SELECT 1`` as the connection leaves the pool.
+
+    SQLAlchemy's own pre-ping wraps its ping in a transaction (three round trips with asyncpg);
+    a simple query outside a transaction is one, and safe behind pgbouncer. A connection
+    that fails it (the server restarted or dropped it) is replaced by the pool.
+    """
+    _drop_closed_connection(dbapi_connection, record, proxy)
+    driver = getattr(dbapi_connection, "driver_connection", None)
+    if driver is None:
+        return
+    try:
+        _await(driver.execute("SELECT 1"))
+    except Exception as error:  # any failure of the ping means: use another connection
+        raise sa_exc.DisconnectionError(f"the connection failed its ping: {error!r}") from error
 
 
 async def create_engine_from_settings(settings: Settings) -> AsyncEngine:
