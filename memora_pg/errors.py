@@ -59,10 +59,19 @@ class DatabaseError(MemoraPGError):
     """
 
 
+class TransientDatabaseError(DatabaseError):
+    """The transaction lost a race (a deadlock or a serialization failure) and was rolled back;
+    running it again may succeed. memora_pg's graph writes retry it themselves."""
+
+
 # SQLSTATE classes and codes, see https://www.postgresql.org/docs/current/errcodes-appendix.html
 _UNIQUE_VIOLATION = "23505"
 _FOREIGN_KEY_VIOLATION = "23503"
-_INVALID_INPUT_CLASSES = ("22",)  # data exceptions: bad encoding, NUL bytes, value out of range
+_INVALID_INPUT_CLASSES = ("22",)
+_RETRYABLE = (
+    "40001",
+    "40P01",
+)  # serialization_failure, deadlock_detected  # data exceptions: bad encoding, NUL bytes, value out of range
 
 
 def _sqlstate(error: BaseException) -> str | None:
@@ -83,6 +92,8 @@ def translate(error: sa_exc.DBAPIError) -> MemoraPGError:
         return NotFoundError("A record this write refers to does not exist.")
     if code is not None and code.startswith(_INVALID_INPUT_CLASSES):
         return InvalidInputError(f"The database refused a value (SQLSTATE {code}).")
+    if code in _RETRYABLE:
+        return TransientDatabaseError(f"The transaction lost a race and was rolled back (SQLSTATE {code}).")
     return DatabaseError(f"The database call failed (SQLSTATE {code or 'unknown'}): {error.orig!r}")
 
 

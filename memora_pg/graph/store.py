@@ -7,11 +7,15 @@ embeddings, then runs exactly one transaction that calls the data functions of
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
+import random
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -20,7 +24,7 @@ from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
-from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.errors import InvalidInputError, NotFoundError, TransientDatabaseError
 from memora_pg.graph import agents, erase, interactions, memories, orgs, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
@@ -38,6 +42,31 @@ INTERACTION_MISSING = "Interaction (`org_id`, `user_id`, `interaction_id`) does 
 MEMORY_MISSING = "Memory (`org_id`, `user_id`, `memory_id`) does not exist."
 
 _DEFAULT: Any = object()
+RETRIES = 3
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def retried(method: F) -> F:
+    """Run a write again when its transaction lost a race (deadlock, serialization failure).
+
+    Each attempt is a whole transaction that was rolled back, so a retry never doubles a write.
+    Concurrent writers that touch the same chains in different orders can deadlock under
+    READ COMMITTED; PostgreSQL then aborts one of them, and this gives it another turn.
+    """
+
+    @functools.wraps(method)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        for attempt in range(RETRIES):
+            try:
+                return await method(*args, **kwargs)
+            except TransientDatabaseError:
+                if attempt == RETRIES - 1:
+                    raise
+                await asyncio.sleep(random.uniform(0.01, 0.05) * (attempt + 1))  # noqa: S311 - jitter, not secrets
+        raise AssertionError("unreachable")
+
+    return run  # type: ignore[return-value]
 
 
 class PostgresGraphDB(BaseGraphDB):
@@ -145,6 +174,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Delete the organization and everything it owns, embeddings included, in one transaction."""
         await self.erase_organization(org_id)
 
+    @retried
     async def erase_organization(self, org_id: str) -> dict[str, int]:
         """``delete_organization``, returning how many rows of each kind were removed.
 
@@ -258,6 +288,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Delete the user with its interactions, memories, embeddings and user-specific agents."""
         await self.erase_user(org_id, user_id)
 
+    @retried
     async def erase_user(self, org_id: str, user_id: str) -> dict[str, int]:
         """``delete_user``, returning how many rows of each kind were removed.
 
@@ -291,6 +322,7 @@ class PostgresGraphDB(BaseGraphDB):
 
     # -- interactions --------------------------------------------------------------------
 
+    @retried
     async def save_interaction_with_memories(
         self, org_id: str, agent_id: str, user_id: str, memories_and_interaction: MemoriesAndInteraction
     ) -> tuple[str, datetime]:
@@ -317,6 +349,7 @@ class PostgresGraphDB(BaseGraphDB):
         _warn_unlinked(unlinked)
         return interaction_id, write.at
 
+    @retried
     async def update_interaction_and_memories(
         self,
         org_id: str,
@@ -436,6 +469,7 @@ class PostgresGraphDB(BaseGraphDB):
                 limit=limit,
             )
 
+    @retried
     async def delete_user_interaction_and_its_memories(self, org_id: str, user_id: str, interaction_id: str) -> None:
         """Delete the interaction, its messages and the memories it produced; raises if it does not exist."""
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
@@ -457,6 +491,7 @@ class PostgresGraphDB(BaseGraphDB):
             if foreign is not None and doomed:
                 await foreign.delete_memories([str(memory_id) for memory_id in doomed])
 
+    @retried
     async def delete_all_user_interactions_and_their_memories(self, org_id: str, user_id: str) -> None:
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
@@ -530,6 +565,7 @@ class PostgresGraphDB(BaseGraphDB):
                 conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit
             )
 
+    @retried
     async def delete_user_memory(self, org_id: str, user_id: str, memory_id: str) -> None:
         """Delete that one memory with its sources; its successors are re-attached to its predecessor."""
         check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
@@ -546,6 +582,7 @@ class PostgresGraphDB(BaseGraphDB):
             if foreign is not None and deleted:
                 await foreign.delete_memory(str(parsed))
 
+    @retried
     async def delete_all_user_memories(self, org_id: str, user_id: str) -> None:
         """Delete every memory of the user; interactions and messages stay."""
         check.require(check.ORG_AND_USER, org_id, user_id)

@@ -13,15 +13,12 @@ it opens; all the changes it decides, with their history events, then commit tog
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import and_, delete, select, true
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.db import Database
@@ -37,17 +34,29 @@ from memora_pg.mem0 import prompts
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
+from memora_pg.mem0.shapes import (
+    INTERNAL_KEYS,
+    PROCEDURAL,
+    RRF_K,
+    SESSION_KEYS,
+    SIMILAR_PER_FACT,
+    Scope,
+    actor_of,
+    check_top_k,
+    combined_filters,
+    ensure_owner,
+    event_of,
+    existing_id,
+    item_of,
+    messages_of,
+    new_memory,
+    now_iso,
+    number_of,
+    scope_of,
+    with_vector,
+)
 from memora_pg.schema import memories as memories_table
-from memora_pg.schema import organizations, users
-
-NO_USER = ""
-NO_AGENT = ""
-PROCEDURAL = "procedural_memory"
-# Keys mem0 keeps beside the metadata in its payload; here they live in the metadata column.
-SESSION_KEYS = ("run_id", "actor_id", "role")
-INTERNAL_KEYS = ("updated_at", "hash", "data", "created_at")
-SIMILAR_PER_FACT = 5
-MAX_TOP_K = 1000
+from memora_pg.schema import organizations
 
 
 class _Decision(BaseModel):
@@ -59,24 +68,6 @@ class _Decision(BaseModel):
 
 class _Decisions(BaseModel):
     memory: list[_Decision]
-
-
-@dataclass(frozen=True)
-class _Scope:
-    user_id: str
-    agent_id: str
-    run_id: str | None
-
-    def where(self) -> Any:
-        """Memories of exactly this user/agent/run scope (an absent id does not narrow)."""
-        conditions = []
-        if self.user_id:
-            conditions.append(memories_table.c.user_id == self.user_id)
-        if self.agent_id:
-            conditions.append(memories_table.c.agent_id == self.agent_id)
-        if self.run_id:
-            conditions.append(memories_table.c.metadata.op("@>")(_jsonb({"run_id": self.run_id})))
-        return and_(true(), *conditions)
 
 
 class AsyncMemory:
@@ -167,12 +158,12 @@ class AsyncMemory:
         prompt: str | None = None,
     ) -> dict[str, Any]:
         """Remember ``messages``: facts chosen by the language model (``infer=True``) or the messages as given."""
-        scope = _scope(user_id, agent_id, run_id)
+        scope = scope_of(user_id, agent_id, run_id)
         if metadata is not None and not isinstance(metadata, dict):
             raise DuragValidationError("metadata must be a dict.")
         if memory_type not in (None, PROCEDURAL):
             raise DuragValidationError(f"memory_type must be None or {PROCEDURAL!r}, not {memory_type!r}.")
-        conversation = _messages(messages)
+        conversation = messages_of(messages)
         base = {k: v for k, v in (metadata or {}).items() if k not in (*SESSION_KEYS, *INTERNAL_KEYS)}
         if scope.run_id:
             base["run_id"] = scope.run_id
@@ -184,19 +175,19 @@ class AsyncMemory:
             return await self._add_raw(conversation, scope, base)
         return await self._add_inferred(conversation, scope, base, prompt)
 
-    async def _add_raw(self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any]) -> dict[str, Any]:
+    async def _add_raw(self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any]) -> dict[str, Any]:
         kept = [m for m in conversation if m.get("role") != "system" and m.get("content")]
-        items = [_new(m["content"], {**base, "role": m.get("role", "user"), **_actor(m)}) for m in kept]
+        items = [new_memory(m["content"], {**base, "role": m.get("role", "user"), **actor_of(m)}) for m in kept]
         vectors = await self._embed([item.text for item in items], query=False)
-        items = [_with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
-        results = [_event(item, "ADD") for item in items]
+        items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
+        results = [event_of(item, "ADD") for item in items]
         async with self._db.transaction(org_id=self.org_id) as conn:
             await self._write_new(conn, scope, items)
             await self._audit(conn, "add", scope.user_id if items else None, results)
         return {"results": results}
 
     async def _add_procedural(
-        self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any], prompt: str | None
+        self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any], prompt: str | None
     ) -> dict[str, Any]:
         summary = await self.llm.complete(
             [
@@ -208,17 +199,17 @@ class AsyncMemory:
         )
         if not summary.strip():
             raise LLMError("The language model returned an empty procedural memory.")
-        item = _new(summary.strip(), {**base, "memory_type": PROCEDURAL})
+        item = new_memory(summary.strip(), {**base, "memory_type": PROCEDURAL})
         (vector,) = await self._embed([item.text], query=False)
-        item = _with_vector(item, vector)
-        results = [_event(item, "ADD")]
+        item = with_vector(item, vector)
+        results = [event_of(item, "ADD")]
         async with self._db.transaction(org_id=self.org_id) as conn:
             await self._write_new(conn, scope, [item])
             await self._audit(conn, "add", scope.user_id, results)
         return {"results": results}
 
     async def _add_inferred(
-        self, conversation: list[dict[str, str]], scope: _Scope, base: dict[str, Any], prompt: str | None
+        self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any], prompt: str | None
     ) -> dict[str, Any]:
         system = prompt or self.config.custom_fact_extraction_prompt or self.config.custom_instructions
         answer = await self.llm.complete_json(
@@ -274,14 +265,14 @@ class AsyncMemory:
         updates: list[tuple[dict[str, Any], str]] = []
         deletions: list[dict[str, Any]] = []
         for decision in decisions:
-            target = by_number.get(_number(decision.id)) if decision.event in ("UPDATE", "DELETE", "NONE") else None
+            target = by_number.get(number_of(decision.id)) if decision.event in ("UPDATE", "DELETE", "NONE") else None
             if decision.event in ("UPDATE", "DELETE") and target is None:
                 raise LLMError(f"The language model named memory {decision.id!r}, which it was not shown.")
             if decision.event in ("ADD", "UPDATE") and not decision.text.strip():
                 raise LLMError(f"The language model's {decision.event} has no text.")
             if decision.event == "ADD":
                 check.memory_text(decision.text)
-                additions.append(_new(decision.text.strip(), dict(base)))
+                additions.append(new_memory(decision.text.strip(), dict(base)))
             elif decision.event == "UPDATE" and target is not None:
                 check.memory_text(decision.text)
                 updates.append((target, decision.text.strip()))
@@ -292,15 +283,15 @@ class AsyncMemory:
             raise LLMError("The language model decided twice about the same memory.")
 
         vectors = await self._embed([i.text for i in additions] + [t for _, t in updates], query=False)
-        additions = [_with_vector(item, v) for item, v in zip(additions, vectors[: len(additions)], strict=True)]
+        additions = [with_vector(item, v) for item, v in zip(additions, vectors[: len(additions)], strict=True)]
         update_vectors = vectors[len(additions) :]
         results: list[dict[str, Any]] = []
         async with self._db.transaction(org_id=self.org_id) as conn:
             await self._write_new(conn, scope, additions)
-            results += [_event(item, "ADD") for item in additions]
+            results += [event_of(item, "ADD") for item in additions]
             events: list[history.Event] = []
             for (row, new_text), vector in zip(updates, update_vectors, strict=True):
-                meta = {**row["metadata"], "updated_at": _now()}
+                meta = {**row["metadata"], "updated_at": now_iso()}
                 changed = await memories.rewrite(
                     conn,
                     org_id=self.org_id,
@@ -326,11 +317,11 @@ class AsyncMemory:
                 await self._audit(conn, "add", scope.user_id if additions else None, results)
         return {"results": results}
 
-    async def _write_new(self, conn: AsyncConnection, scope: _Scope, items: Sequence[NewMemory]) -> None:
+    async def _write_new(self, conn: AsyncConnection, scope: Scope, items: Sequence[NewMemory]) -> None:
         """New memories of the scope, their ADD events, and the collection and user rows they need."""
         if not items:
             return
-        await _ensure_owner(conn, self.org_id, self.collection, scope.user_id)
+        await ensure_owner(conn, self.org_id, self.collection, scope.user_id)
         await memories.insert_many(
             conn,
             org_id=self.org_id,
@@ -387,8 +378,8 @@ class AsyncMemory:
         if not isinstance(query, str) or not query.strip():
             raise DuragValidationError("query must be a non-empty string.")
         check.no_nul(query, "queries")
-        combined = _filters(filters, kwargs)
-        _top_k(top_k)
+        combined = combined_filters(filters, kwargs)
+        check_top_k(top_k)
         if threshold is not None and not isinstance(threshold, int | float):
             raise DuragValidationError("threshold must be a number.")
         if rerank and self.reranker is None:
@@ -411,7 +402,7 @@ class AsyncMemory:
         if rerank and found and self.reranker is not None:
             scores = await self.reranker.scores(query, [row["memory"] for row, _ in found])
             found = sorted(((row, s) for (row, _), s in zip(found, scores, strict=True)), key=lambda pair: -pair[1])
-        return {"results": [_item(row, score) for row, score in found]}
+        return {"results": [item_of(row, score) for row, score in found]}
 
     async def _fused_with_text(
         self, query: str, where: Any, dense: list[tuple[dict[str, Any], float]], top_k: int
@@ -452,12 +443,12 @@ class AsyncMemory:
                     )
                 )
             ).one_or_none()
-        return _item(row._asdict()) if row else None
+        return item_of(row._asdict()) if row else None
 
     async def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
         """Up to ``top_k`` memories matching ``filters``, newest first."""
-        combined = _filters(filters, kwargs)
-        _top_k(top_k)
+        combined = combined_filters(filters, kwargs)
+        check_top_k(top_k)
         where = filter_language.compile_filters(combined)
         async with self._db.transaction(org_id=self.org_id) as conn:
             rows = await conn.execute(
@@ -466,7 +457,7 @@ class AsyncMemory:
                 .order_by(memories_table.c.obtained_at.desc(), memories_table.c.seq.desc())
                 .limit(top_k)
             )
-            return {"results": [_item(row._asdict()) for row in rows]}
+            return {"results": [item_of(row._asdict()) for row in rows]}
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after."""
@@ -498,7 +489,7 @@ class AsyncMemory:
         check.memory_text(data)
         if metadata is not None and not isinstance(metadata, dict):
             raise DuragValidationError("metadata must be a dict.")
-        parsed = _existing_id(memory_id)
+        parsed = existing_id(memory_id)
         (vector,) = await self._embed([data], query=False)
         async with self._db.transaction(org_id=self.org_id) as conn:
             current = (
@@ -518,7 +509,7 @@ class AsyncMemory:
                 memory_id=parsed,
                 text=data,
                 embedding=vector,
-                metadata={**given, **kept, "updated_at": _now()},
+                metadata={**given, **kept, "updated_at": now_iso()},
                 text_search_config=self._db.settings.text_search_config,
             )
             assert changed is not None  # the row is locked by rewrite's FOR UPDATE after the read above
@@ -529,7 +520,7 @@ class AsyncMemory:
         return {"message": "Memory updated successfully!"}
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
-        parsed = _existing_id(memory_id)
+        parsed = existing_id(memory_id)
         async with self._db.transaction(org_id=self.org_id) as conn:
             gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=[parsed])
             if not gone:
@@ -551,7 +542,7 @@ class AsyncMemory:
                 "At least one filter is required to delete all memories. "
                 "If you want to delete all memories, use the `reset()` method."
             )
-        scope = _scope(user_id, agent_id, run_id)
+        scope = scope_of(user_id, agent_id, run_id)
         async with self._db.transaction(org_id=self.org_id) as conn:
             doomed = (
                 (
@@ -577,147 +568,3 @@ class AsyncMemory:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
         async with self._db.transaction(org_id=self.org_id) as conn:
             await conn.execute(delete(organizations).where(organizations.c.org_id == self.org_id))
-
-
-RRF_K = 60
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
-def _jsonb(value: dict[str, Any]) -> Any:
-    from sqlalchemy import cast, literal
-    from sqlalchemy.dialects.postgresql import JSONB
-
-    return cast(literal(value, JSONB), JSONB)
-
-
-def _optional_id(name: str, value: object) -> str:
-    if value is None or value == "":
-        return ""
-    if not isinstance(value, str):
-        raise DuragValidationError(f"{name} must be a string.")
-    check.no_nul(value, name)
-    if len(value) > check.MAX_NAME_LENGTH:
-        raise DuragValidationError(f"{name} is limited to {check.MAX_NAME_LENGTH} characters.")
-    return value
-
-
-def _scope(user_id: object, agent_id: object, run_id: object) -> _Scope:
-    scope = _Scope(
-        _optional_id("user_id", user_id) or NO_USER,
-        _optional_id("agent_id", agent_id) or NO_AGENT,
-        _optional_id("run_id", run_id) or None,
-    )
-    if not (scope.user_id or scope.agent_id or scope.run_id):
-        raise DuragValidationError("At least one of 'user_id', 'agent_id', or 'run_id' must be provided.")
-    return scope
-
-
-def _filters(filters: dict[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The filters, with mem0 1.x's ``user_id=``/``agent_id=``/``run_id=`` keywords folded in."""
-    if filters is not None and not isinstance(filters, dict):
-        raise DuragValidationError("filters must be a dict.")
-    combined = dict(filters or {})
-    for key in ("user_id", "agent_id", "run_id"):
-        if kwargs.get(key):
-            combined[key] = kwargs.pop(key)
-    if "limit" in kwargs:
-        raise DuragValidationError("Use top_k instead of limit.")
-    if not filter_language.entity_ids(combined):
-        raise DuragValidationError("filters must contain at least one of 'user_id', 'agent_id' or 'run_id'.")
-    return combined
-
-
-def _top_k(top_k: object) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 < top_k <= MAX_TOP_K:
-        raise DuragValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}.")
-
-
-def _messages(messages: object) -> list[dict[str, str]]:
-    if isinstance(messages, str):
-        found: list[Any] = [{"role": "user", "content": messages}]
-    elif isinstance(messages, dict):
-        found = [messages]
-    elif isinstance(messages, list):
-        found = messages
-    else:
-        raise DuragValidationError("messages must be a string, a message dict or a list of message dicts.")
-    checked = []
-    for message in found:
-        if not isinstance(message, dict) or not isinstance(message.get("content", ""), str):
-            raise DuragValidationError("Each message must be a dict with a string 'content'.")
-        for value in message.values():
-            if isinstance(value, str):
-                check.no_nul(value, "messages")
-        checked.append({k: v for k, v in message.items() if isinstance(v, str)})
-    return checked
-
-
-def _actor(message: dict[str, str]) -> dict[str, str]:
-    return {"actor_id": message["name"]} if message.get("name") else {}
-
-
-def _new(text: str, metadata: dict[str, Any]) -> NewMemory:
-    check.memory_text(text)
-    return NewMemory(memory_id=uuid.uuid4(), text=text, positions=(), metadata=metadata)
-
-
-def _with_vector(item: NewMemory, vector: list[float]) -> NewMemory:
-    return NewMemory(memory_id=item.memory_id, text=item.text, positions=(), embedding=vector, metadata=item.metadata)
-
-
-def _event(item: NewMemory, event: str) -> dict[str, Any]:
-    result: dict[str, Any] = {"id": str(item.memory_id), "memory": item.text, "event": event}
-    for key in ("actor_id", "role"):
-        if (item.metadata or {}).get(key):
-            result[key] = (item.metadata or {})[key]
-    return result
-
-
-def _number(value: str | int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return -1
-
-
-def _existing_id(memory_id: object) -> uuid.UUID:
-    parsed = parse_memory_id(memory_id)
-    if parsed is None:
-        raise MemoryNotFoundError(f"No memory with id {memory_id!r}.")
-    return parsed
-
-
-def _item(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    """A memory as mem0 returns it: session ids promoted out of the metadata, times as ISO strings."""
-    stored = dict(row["metadata"] or {})
-    item: dict[str, Any] = {
-        "id": str(row["memory_id"]),
-        "memory": row["memory"],
-        "hash": hashlib.md5(row["memory"].encode(), usedforsecurity=False).hexdigest(),
-        "metadata": {k: v for k, v in stored.items() if k not in (*SESSION_KEYS, *INTERNAL_KEYS)},
-        "created_at": row["obtained_at"].isoformat(),
-        "updated_at": stored.get("updated_at"),
-    }
-    if score is not None:
-        item["score"] = score
-    if row["user_id"]:
-        item["user_id"] = row["user_id"]
-    if row["agent_id"]:
-        item["agent_id"] = row["agent_id"]
-    for key in SESSION_KEYS:
-        if stored.get(key) is not None:
-            item[key] = stored[key]
-    return item
-
-
-async def _ensure_owner(conn: AsyncConnection, org_id: str, collection: str, user_id: str) -> None:
-    """The collection's organization and the user exist after this (created if needed, never changed)."""
-    from sqlalchemy.dialects.postgresql import insert as upsert
-
-    await conn.execute(upsert(organizations).values(org_id=org_id, org_name=collection).on_conflict_do_nothing())
-    await conn.execute(
-        upsert(users).values(org_id=org_id, user_id=user_id, user_name=user_id or "(no user)").on_conflict_do_nothing()
-    )
