@@ -27,9 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, default_embedder, embed_checked
-from memora_pg.errors import EmbeddingError, InvalidInputError, NotFoundError
+from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.graph import contents
 from memora_pg.graph.validate import no_nul
+from memora_pg.vector import dimensions_for_new_database
 
 
 class ModelContext(Protocol):
@@ -449,11 +450,7 @@ class PostgresMemory(Memory):
 
     async def setup(self) -> None:
         """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension."""
-        try:
-            dimensions = self.embedder.dimensions
-        except EmbeddingError:
-            dimensions = self._db.settings.embedding_dimensions
-        await self._db.migrate(dimensions)
+        await self._db.migrate(dimensions_for_new_database(lambda: self.embedder, self._db.settings))
         await self.check_dimensions()
 
     async def check_dimensions(self) -> int:

@@ -21,7 +21,7 @@ exist.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -43,6 +43,14 @@ MIN_SIMILARITY = 0.4
 MIN_FUSED_SCORE = 0.35
 TOP_K = 10
 MAX_QUERIES = 100
+
+
+def dimensions_for_new_database(embedder: Callable[[], Embedder], settings: Settings) -> int:
+    """The embedder's dimension; the configured one when the default embedder is not installed."""
+    try:
+        return embedder().dimensions
+    except EmbeddingError:
+        return settings.embedding_dimensions
 
 
 def vector_literal(values: Sequence[float]) -> str:
@@ -100,12 +108,7 @@ class PgVectorDB(BaseVectorDB):
 
     def new_database_dimensions(self) -> int:
         """The vector dimension a new database gets: the embedder's, or the configured one."""
-        if self._embedder is not None:
-            return self._embedder.dimensions
-        try:
-            return self.embedder.dimensions
-        except EmbeddingError:
-            return self._db.settings.embedding_dimensions
+        return dimensions_for_new_database(lambda: self.embedder, self._db.settings)
 
     async def setup(self, *args: Any, **kwargs: Any) -> None:
         """Bring the schema to head (the vector column gets the embedder's dimension) and check the dimension."""

@@ -396,39 +396,21 @@ class AsyncMemory:
                 exact=filter_language.uses_user_scope(combined),
                 ef_search=self._db.settings.hnsw_ef_search,
             )
-        if self.config.hybrid_search:
-            hits = await self._fused_with_text(query, where, hits, top_k)
+            if self.config.hybrid_search:
+                lexical = await matching_text(
+                    conn,
+                    org_id=self.org_id,
+                    query=query,
+                    where=where,
+                    k=top_k,
+                    text_search_config=self._db.settings.text_search_config,
+                )
+                hits = fused(hits, lexical, top_k)
         found = [(row, score) for row, score in hits if threshold is None or score >= threshold]
         if rerank and found and self.reranker is not None:
             scores = await self.reranker.scores(query, [row["memory"] for row, _ in found])
             found = sorted(((row, s) for (row, _), s in zip(found, scores, strict=True)), key=lambda pair: -pair[1])
         return {"results": [item_of(row, score) for row, score in found]}
-
-    async def _fused_with_text(
-        self, query: str, where: Any, dense: list[tuple[dict[str, Any], float]], top_k: int
-    ) -> list[tuple[dict[str, Any], float]]:
-        """Reciprocal-rank fusion (k = 60) of the vector hits with PostgreSQL full-text hits.
-
-        The fused score is normalised so that first place in both lists scores 1.0.
-        """
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            lexical = await matching_text(
-                conn,
-                org_id=self.org_id,
-                query=query,
-                where=where,
-                k=top_k,
-                text_search_config=self._db.settings.text_search_config,
-            )
-        best = 2 / (RRF_K + 1)
-        fused: dict[str, tuple[dict[str, Any], float]] = {}
-        for ranked in ([row for row, _ in dense], lexical):
-            for rank, row in enumerate(ranked):
-                key = str(row["memory_id"])
-                previous = fused.get(key, (row, 0.0))[1]
-                fused[key] = (row, previous + 1 / (RRF_K + 1 + rank))
-        ordered = sorted(fused.values(), key=lambda pair: -pair[1])[:top_k]
-        return [(row, score / best) for row, score in ordered]
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         """The memory, or None when no memory of this collection has that id."""
@@ -491,16 +473,18 @@ class AsyncMemory:
             raise DuragValidationError("metadata must be a dict.")
         parsed = existing_id(memory_id)
         (vector,) = await self._embed([data], query=False)
+        missing = MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
         async with self._db.transaction(org_id=self.org_id) as conn:
+            # Locked as it is read: a concurrent delete cannot slip in before the rewrite below.
             current = (
                 await conn.execute(
-                    select(memories_table.c.metadata).where(
-                        memories_table.c.org_id == self.org_id, memories_table.c.memory_id == parsed
-                    )
+                    select(memories_table.c.metadata)
+                    .where(memories_table.c.org_id == self.org_id, memories_table.c.memory_id == parsed)
+                    .with_for_update()
                 )
             ).scalar_one_or_none()
             if current is None:
-                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+                raise missing
             kept = {k: v for k, v in current.items() if k in SESSION_KEYS}
             given = current if metadata is None else {k: v for k, v in metadata.items() if k not in INTERNAL_KEYS}
             changed = await memories.rewrite(
@@ -512,7 +496,8 @@ class AsyncMemory:
                 metadata={**given, **kept, "updated_at": now_iso()},
                 text_search_config=self._db.settings.text_search_config,
             )
-            assert changed is not None  # the row is locked by rewrite's FOR UPDATE after the read above
+            if changed is None:
+                raise missing
             await history.record(
                 conn, org_id=self.org_id, events=[history.Event(parsed, changed[1], "UPDATE", changed[0], data)]
             )
@@ -568,3 +553,21 @@ class AsyncMemory:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
         async with self._db.transaction(org_id=self.org_id) as conn:
             await conn.execute(delete(organizations).where(organizations.c.org_id == self.org_id))
+
+
+def fused(
+    dense: list[tuple[dict[str, Any], float]], lexical: list[dict[str, Any]], top_k: int
+) -> list[tuple[dict[str, Any], float]]:
+    """Reciprocal-rank fusion (k = 60) of the vector hits with the full-text hits.
+
+    The fused score is normalised so that first place in both lists scores 1.0.
+    """
+    best = 2 / (RRF_K + 1)
+    scores: dict[str, tuple[dict[str, Any], float]] = {}
+    for ranked in ([row for row, _ in dense], lexical):
+        for rank, row in enumerate(ranked):
+            key = str(row["memory_id"])
+            previous = scores.get(key, (row, 0.0))[1]
+            scores[key] = (row, previous + 1 / (RRF_K + 1 + rank))
+    ordered = sorted(scores.values(), key=lambda pair: -pair[1])[:top_k]
+    return [(row, score / best) for row, score in ordered]
