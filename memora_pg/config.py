@@ -71,6 +71,13 @@ class Settings(BaseSettings):
         "server restart works. Off, a connection asyncpg already saw closed is still replaced without a round "
         "trip, but one the server closed silently fails its next call.",
     )
+    pool_pre_ping_idle: float = Field(
+        default=0.5,
+        ge=0,
+        description="With pool_pre_ping, a connection back in the pool for less than this many seconds is not "
+        "pinged: it answered its last statement just now (the 500 ms alive-bypass window of HikariCP's pool). "
+        "0 pings at every checkout.",
+    )
     statement_cache_size: int = Field(
         default=100, ge=0, description="asyncpg prepared-statement cache; 0 behind pgbouncer in transaction mode."
     )

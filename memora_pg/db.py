@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -89,8 +91,63 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         pool_recycle=settings.pool_recycle,
         connect_args=connect_args,
     )
-    event.listen(engine.sync_engine, "checkout", _ping if settings.pool_pre_ping else _drop_closed_connection)
+    if settings.pool_pre_ping:
+        # A connection just opened, or just back in the pool, has just talked to the server.
+        event.listen(engine.sync_engine, "connect", _note_checkin)
+        event.listen(engine.sync_engine, "checkin", _note_checkin)
+        event.listen(engine.sync_engine, "checkout", _pinger(settings.pool_pre_ping_idle))
+    else:
+        event.listen(engine.sync_engine, "checkout", _drop_closed_connection)
     return engine
+
+
+_CHECKED_IN = "memora_pg_checked_in"
+
+
+def _note_checkin(dbapi_connection: Any, record: Any) -> None:
+    if record is not None:
+        record.info[_CHECKED_IN] = time.monotonic()
+
+
+def needs_ping(record: Any, idle: float, now: float) -> bool:
+    """Whether a connection leaving the pool is pinged: unless it came back less than ``idle`` seconds ago."""
+    checked_in = record.info.get(_CHECKED_IN) if record is not None else None
+    return checked_in is None or now - checked_in >= idle
+
+
+def _pinger(idle: float) -> Any:
+    def ping_if_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        driver = getattr(dbapi_connection, "driver_connection", None)
+        if needs_ping(record, idle, time.monotonic()) or socket_has_news(driver):
+            _ping(dbapi_connection, record, proxy)
+        else:
+            _drop_closed_connection(dbapi_connection, record, proxy)
+
+    return ping_if_idle
+
+
+def socket_has_news(driver: Any) -> bool:
+    """Whether the server closed the connection, or sent it something, while it sat in the pool.
+
+    A non-blocking peek at the socket, no round trip. asyncpg reads whatever the server sends
+    as soon as the event loop runs, so the socket of an idle connection is silent; it holds an
+    end of file (or the server's goodbye) only when the server closed the connection and the
+    loop has not run since, e.g. a restart while the loop was blocked. Anything but silence,
+    or a socket this cannot peek at, means: ping.
+    """
+    transport = getattr(driver, "_transport", None)
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    flags = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
+    if sock is None or not hasattr(socket, "MSG_DONTWAIT"):
+        return True
+    try:
+        with socket.fromfd(sock.fileno(), sock.family, sock.type) as peek:
+            peek.recv(1, flags)
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _drop_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
@@ -269,7 +326,7 @@ class Database:
 
     @asynccontextmanager
     async def transaction(
-        self, *, read_only: bool = False, org_id: str | None = None
+        self, *, read_only: bool = False, org_id: str | None = None, one_statement: bool = False
     ) -> AsyncIterator[AsyncConnection]:
         """One transaction on a pooled connection; driver errors come out as the package's errors.
 
@@ -279,8 +336,20 @@ class Database:
         With ``row_level_security`` on, the transaction is scoped to ``org_id`` (``SET LOCAL``
         through ``set_config(..., true)``): the database's policies then show and accept only
         that organization's rows, and nothing at all when no organization is given.
+
+        ``one_statement=True`` promises that the block sends exactly one statement. It then runs
+        in autocommit mode, as its own implicit transaction: PostgreSQL makes a single statement
+        just as atomic, and the two round trips of BEGIN and COMMIT are saved. Row-level security
+        needs a real transaction (its tenant setting lasts for one), so with it on the block runs
+        in one as usual.
         """
         engine = await (self.read_engine() if read_only else self.engine())
+        if one_statement and not self.settings.row_level_security:
+            with deployment_errors(engine):
+                async with engine.connect() as conn:
+                    await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    yield conn
+            return
         async with unit_of_work(engine) as conn:
             if self.settings.row_level_security:
                 await conn.execute(TENANT, {"org_id": org_id or ""})

@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memora_pg import vector_params
 from memora_pg.config import Settings
 from memora_pg.contract import BaseVectorDB, MemorySearchScope
 from memora_pg.db import Database, sql
@@ -51,11 +52,6 @@ def dimensions_for_new_database(embedder: Callable[[], Embedder], settings: Sett
         return embedder().dimensions
     except EmbeddingError:
         return settings.embedding_dimensions
-
-
-def vector_literal(values: Sequence[float]) -> str:
-    """pgvector's text form of a vector."""
-    return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
 def scope_value(scope: object) -> str:
@@ -247,13 +243,15 @@ class PgVectorDB(BaseVectorDB):
             check.no_nul(query, "queries")
         await self.check_dimensions()
         vectors = await embed_checked(self.embedder, queries, query=True)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
+        # A user-scoped search is one statement; an organization-wide one sets its HNSW options first.
+        user_scoped = scope == MemorySearchScope.USER.value
+        async with self._db.transaction(read_only=True, org_id=org_id, one_statement=user_scoped) as conn:
             return await search(
                 conn,
                 vectors=vectors,
                 texts=queries,
                 org_id=org_id,
-                user_id=user_id if scope == MemorySearchScope.USER.value else None,
+                user_id=user_id if user_scoped else None,
                 agent_id=agent,
                 mode=self.search_mode,
                 exclude_superseded=self.exclude_superseded,
@@ -280,9 +278,10 @@ UPSERT = """
 INSERT INTO {schema}.memories AS m
     (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
 SELECT :org_id, given.memory_id, :user_id, :agent_id, given.memory, :obtained_at,
-       CAST(given.embedding AS vector), to_tsvector(CAST(:ts_config AS regconfig), given.memory)
-FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:embeddings AS text[]))
-     AS given(memory_id, memory, embedding)
+       -- the n-th vector of :embeddings (see memora_pg.vector_params)
+       CAST((CAST(:embeddings AS real[]))[(given.n - 1) * :dimensions + 1 : given.n * :dimensions] AS vector),
+       to_tsvector(CAST(:ts_config AS regconfig), given.memory)
+FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[])) WITH ORDINALITY AS given(memory_id, memory, n)
 ON CONFLICT (org_id, memory_id) DO UPDATE
 SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
     embedding = excluded.embedding, search_text = excluded.search_text
@@ -326,7 +325,7 @@ async def upsert(
             "ts_config": text_search_config,
             "memory_ids": list(memory_ids),
             "memories": list(texts),
-            "embeddings": [vector_literal(v) for v in vectors],
+            **vector_params.many(vectors),
         },
     )
     if len(written.all()) != len(set(memory_ids)):
@@ -349,6 +348,9 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
     # "+ 0" keeps the HNSW index out of user-scoped searches: the user's rows (found with the
     # btree) are sorted exactly, which is faster at a user's scale and never misses a neighbour.
     order = "(m.embedding <=> q.embedding) + 0" if user_scope else "m.embedding <=> q.embedding"
+    # Likewise "IS TRUE" keeps the full-text GIN index out of user-scoped searches: a common word
+    # matches much of the organization, while the user's rows are few (and read by the dense arm anyway).
+    matches = "(m.search_text @@ q.terms) IS TRUE" if user_scope else "m.search_text @@ q.terms"
     dense = f"""
         SELECT nearest.memory_id, nearest.distance,
                row_number() OVER (ORDER BY nearest.distance, nearest.seq) - 1 AS rank
@@ -368,10 +370,11 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
     else:
         lexical = f"""
         SELECT m.memory_id,
-               row_number() OVER (ORDER BY ts_rank_cd(m.search_text, q.terms) DESC, m.seq) - 1 AS rank
+               row_number() OVER (ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq) - 1 AS rank
         FROM {{schema}}.memories AS m
-        WHERE {filters} AND m.search_text @@ q.terms
-        ORDER BY ts_rank_cd(m.search_text, q.terms) DESC, m.seq
+        WHERE {filters} AND {matches}
+        -- ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row
+        ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq
         LIMIT {LEXICAL_CANDIDATES}"""
         fused = f"""
         SELECT coalesce(dense.memory_id, lexical.memory_id) AS memory_id,
@@ -385,12 +388,13 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
 -- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
 WITH q AS MATERIALIZED (
     SELECT given.query_no,
-           CAST(given.embedding AS vector) AS embedding,
+           -- the query_no-th vector of :embeddings (see memora_pg.vector_params)
+           CAST((CAST(:embeddings AS real[]))[given.query_no * :dimensions + 1 : (given.query_no + 1) * :dimensions]
+                AS vector) AS embedding,
            -- any word of the query may match (upstream's lexical arm is a sparse model, not a phrase)
            CAST(replace(CAST(plainto_tsquery(CAST(:ts_config AS regconfig), given.query) AS text), ' & ', ' | ')
                 AS tsquery) AS terms
-    FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS text[]), CAST(:queries AS text[]))
-         AS given(query_no, embedding, query)
+    FROM unnest(CAST(:query_nos AS int[]), CAST(:queries AS text[])) AS given(query_no, query)
 )
 SELECT q.query_no, m.org_id, m.user_id, m.agent_id, m.memory_id, m.memory, m.obtained_at, hit.score
 FROM q
@@ -434,7 +438,7 @@ async def search(
         "org_id": org_id,
         "ts_config": settings.text_search_config,
         "query_nos": list(range(len(texts))),
-        "embeddings": [vector_literal(v) for v in vectors],
+        **vector_params.many(vectors),
         "queries": list(texts),
     }
     if user_id is not None:

@@ -74,6 +74,8 @@ def _as_sequence(value: object) -> Sequence[object] | None:
 
 
 _NUMBERS = {float, int}
+# pgvector keeps 32-bit floats: a larger magnitude cannot be stored.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _checked_with_numpy(vectors: Sequence[object], count: int, dimensions: int) -> list[list[float]] | None:
@@ -90,7 +92,7 @@ def _checked_with_numpy(vectors: Sequence[object], count: int, dimensions: int) 
     if raw.dtype.kind not in "fiu" or raw.shape != (count, dimensions):
         return None
     block = raw.astype(np.float64, copy=False)
-    if not np.isfinite(block).all():
+    if not np.isfinite(block).all() or np.abs(block).max(initial=0.0) > FLOAT32_MAX:
         return None
     checked: list[list[float]] = block.tolist()
     return checked
@@ -125,6 +127,11 @@ def _check_vectors(result: object, count: int, dimensions: int) -> list[list[flo
             if not math.isfinite(value):
                 raise EmbeddingError(
                     f"embedder returned a non-finite value ({value}) at vector {row}, position {position}"
+                )
+            if abs(value) > FLOAT32_MAX:
+                raise EmbeddingError(
+                    f"embedder returned {value} at vector {row}, position {position}: "
+                    "pgvector stores 32-bit floats, and this is outside their range"
                 )
             floats.append(value)
         checked.append(floats)

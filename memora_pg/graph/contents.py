@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg import vector_params
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.validate import no_nul
 from memora_pg.schema import autogen_contents, organizations
@@ -183,7 +184,7 @@ async def insert_one(
             agent_id=scope.agent_id,
             mime_type=entry.mime_type,
             metadata=entry.metadata or {},
-            embedding=list(embedding) if embedding is not None else None,
+            embedding=vector_params.value("embedding", embedding) if embedding is not None else None,
             **{column: value for column, value in content.items() if value is not None},
         )
     )
@@ -208,7 +209,9 @@ def most_similar_statement(*, scope: Scope, embedding: Sequence[float], k: int, 
     exact search never misses a neighbour the way an approximate index can under a filter;
     the table has no HNSW index.
     """
-    score = (1 - c.embedding.cosine_distance(list(embedding))).label("score")
+    # A scalar subquery is evaluated once; a bare cast of the parameter could be cast again per row.
+    query = select(vector_params.value("query_embedding", embedding)).scalar_subquery()
+    score = (1 - c.embedding.cosine_distance(query)).label("score")
     stmt = (
         select(*_COLUMNS, score)
         .where(*scope.conditions(), c.embedding.is_not(None))

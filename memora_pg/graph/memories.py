@@ -21,11 +21,11 @@ from sqlalchemy.dialects.postgresql import REGCONFIG
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg import vector_params
 from memora_pg.db import from_json, sql
 from memora_pg.graph.render import render
 from memora_pg.models import Memory, MessageBlock
 from memora_pg.schema import memories, memory_sources
-from memora_pg.vector import vector_literal
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,8 @@ async def insert_many(
     stmt = insert(memories)
     if searchable:
         stmt = stmt.values(
-            search_text=func.to_tsvector(cast(literal(text_search_config), REGCONFIG), bindparam("searchable_text"))
+            embedding=vector_params.param("embedding_values"),
+            search_text=func.to_tsvector(cast(literal(text_search_config), REGCONFIG), bindparam("searchable_text")),
         )
     await conn.execute(
         stmt,
@@ -81,8 +82,11 @@ async def insert_many(
                 "memory": item.text,
                 "obtained_at": obtained_at,
                 "metadata": item.metadata or {},
-                "embedding": item.embedding if searchable else None,
-                **({"searchable_text": item.text} if searchable else {}),
+                **(
+                    {"embedding_values": vector_params.one(item.embedding), "searchable_text": item.text}
+                    if searchable
+                    else {}
+                ),
             }
             for item in items
         ],
@@ -437,7 +441,7 @@ WITH old AS (
 )
 UPDATE {schema}.memories AS m
 SET memory = :memory,
-    embedding = CAST(:embedding AS vector),
+    embedding = CAST(CAST(:embedding AS real[]) AS vector),
     search_text = to_tsvector(CAST(:ts_config AS regconfig), :memory),
     metadata = CAST(:metadata AS jsonb)
 FROM old
@@ -464,7 +468,7 @@ async def rewrite(
                 "org_id": org_id,
                 "memory_id": memory_id,
                 "memory": text,
-                "embedding": vector_literal(embedding),
+                "embedding": vector_params.one(embedding),
                 "ts_config": text_search_config,
                 "metadata": json.dumps(metadata),
             },

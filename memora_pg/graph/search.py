@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import ARRAY, Float, Integer, Select, Text, bindparam, cast, func, literal, select, text, true
+from sqlalchemy import Float, Integer, Select, Text, cast, column, func, literal, select, text, true
 from sqlalchemy.dialects.postgresql import REGCONFIG, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
+from memora_pg import vector_params
 from memora_pg.schema import memories
-from memora_pg.vector import vector_literal
 
 # What a search returns of each memory (the mem0-style API shows these).
 MEMORY_FIELDS = (
@@ -31,33 +31,53 @@ MEMORY_FIELDS = (
 )
 
 
-def nearest_statement(*, org_id: str, where: ColumnElement[bool], k: int, exact: bool) -> Select[Any]:
-    """The statement of :func:`nearest`; it takes ``query_nos`` and ``embeddings`` (pgvector text) as parameters."""
-    queries = (
-        func.unnest(
-            bindparam("query_nos", type_=ARRAY(Integer)),
-            # Cast once, as an array: a per-row cast would parse the vector for every row compared.
-            cast(bindparam("embeddings", type_=ARRAY(Text)), ARRAY(VECTOR())),
-        )
-        .table_valued("query_no", "embedding")
-        .render_derived(name="q")
-    )
-    distance = memories.c.embedding.cosine_distance(queries.c.embedding)
+# One row per query vector: the query_no-th vector of :embeddings (see memora_pg.vector_params).
+# OFFSET 0 keeps the subquery from being flattened into the search, which would cast the
+# vector again for every row it is compared with.
+QUERY_VECTORS = """
+SELECT query_no,
+       CAST((CAST(:embeddings AS real[]))[query_no * :dimensions + 1 : (query_no + 1) * :dimensions] AS vector)
+           AS embedding
+FROM generate_series(0, :queries - 1) AS query_no
+OFFSET 0
+"""
+
+
+def _hits(query: ColumnElement[Any], *, org_id: str, where: ColumnElement[bool], k: int, exact: bool) -> Select[Any]:
+    """The ``k`` memories nearest to ``query`` among those matching ``where``, with their similarity."""
+    distance = memories.c.embedding.cosine_distance(query)
     # "+ 0" hides the ordering from the HNSW index: the exact path sorts the matching rows (ties by
     # insertion order); the index path orders by distance alone, which the index can deliver.
     order = (distance + literal(0, Float), memories.c.seq) if exact else (distance,)
-    hits = (
+    return (
         select(*MEMORY_FIELDS, (1 - distance).label("score"))
         .where(memories.c.org_id == org_id, memories.c.embedding.is_not(None), where)
         .order_by(*order)
         .limit(k)
-        .lateral("hit")
     )
+
+
+def nearest_statement(*, org_id: str, where: ColumnElement[bool], k: int, exact: bool, queries: int) -> Select[Any]:
+    """The statement of :func:`nearest` for ``queries`` query vectors; it takes :func:`query_vectors`' parameters."""
+    if queries == 1:
+        # One query (every search): a plain select, with the vector cast once in a scalar subquery
+        # (an InitPlan); cheaper to build and to plan than the LATERAL join below.
+        query = select(vector_params.param("embeddings")).scalar_subquery()
+        return _hits(query, org_id=org_id, where=where, k=k, exact=exact).add_columns(
+            literal(0, Integer).label("query_no")
+        )
+    vectors = text(QUERY_VECTORS).columns(column("query_no", Integer), column("embedding", VECTOR())).subquery("q")
+    hits = _hits(vectors.c.embedding, org_id=org_id, where=where, k=k, exact=exact).lateral("hit")
     return (
-        select(queries.c.query_no, hits)
-        .select_from(queries.join(hits, true()))
-        .order_by(queries.c.query_no, hits.c.score.desc())
+        select(vectors.c.query_no, hits)
+        .select_from(vectors.join(hits, true()))
+        .order_by(vectors.c.query_no, hits.c.score.desc())
     )
+
+
+def query_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """The parameters of :func:`nearest_statement`: the query vectors."""
+    return {"queries": len(vectors), **vector_params.many(vectors)}
 
 
 async def nearest(
@@ -82,8 +102,8 @@ async def nearest(
             ),
             {"ef": str(max(ef_search, k))},
         )
-    stmt = nearest_statement(org_id=org_id, where=where, k=k, exact=exact)
-    params = {"query_nos": list(range(len(vectors))), "embeddings": [vector_literal(v) for v in vectors]}
+    stmt = nearest_statement(org_id=org_id, where=where, k=k, exact=exact, queries=len(vectors))
+    params = query_vectors(vectors)
     results: list[list[tuple[dict[str, Any], float]]] = [[] for _ in vectors]
     for row in await conn.execute(stmt, params):
         data = row._asdict()
@@ -110,7 +130,8 @@ async def matching_text(
         ),
         TSQUERY,
     )
-    rank = func.ts_rank_cd(memories.c.search_text, any_word)
+    # ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row.
+    rank = func.ts_rank(memories.c.search_text, any_word)
     stmt = (
         select(*MEMORY_FIELDS)
         .where(memories.c.org_id == org_id, memories.c.search_text.op("@@")(any_word), where)

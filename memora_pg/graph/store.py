@@ -25,7 +25,7 @@ from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
 from memora_pg.errors import InvalidInputError, NotFoundError, TransientDatabaseError
-from memora_pg.graph import agents, erase, interactions, memories, orgs, users
+from memora_pg.graph import agents, erase, interactions, memories, orgs, saves, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory, Requested
@@ -334,20 +334,46 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         write = await self._prepare(memories_and_interaction)
         interaction_id = new_short_id()
-        async with self._db.transaction(org_id=org_id) as conn:
-            user_exists, agent_exists = await interactions.create(
-                conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=write.at
-            )
-            _owners_exist(user_exists, agent_exists)
-            await interactions.append_messages(
-                conn, org_id=org_id, interaction_id=interaction_id, start=0, new=write.messages
-            )
-            unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
-            await self._audit_write(
-                conn, "save_interaction_with_memories", org_id, user_id, agent_id, interaction_id, write
-            )
+        linear = self.settings.contradiction_chains == "linear"
+        async with self._db.transaction(org_id=org_id, one_statement=not linear and write.foreign is None) as conn:
+            if linear:
+                unlinked = await self._save_linear(conn, org_id, user_id, agent_id, interaction_id, write)
+            else:
+                saved = await saves.save(
+                    conn,
+                    org_id=org_id,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    interaction_id=interaction_id,
+                    at=write.at,
+                    messages=write.messages,
+                    items=write.items,
+                    searchable=write.native is not None,
+                    text_search_config=self.settings.text_search_config,
+                    audit_method="save_interaction_with_memories" if self.settings.audit else None,
+                )
+                _owners_exist(saved.user_exists, saved.agent_exists)
+                unlinked = saved.unlinked
+                await self._write_foreign(org_id, user_id, agent_id, write)
         _warn_unlinked(unlinked)
         return interaction_id, write.at
+
+    async def _save_linear(
+        self, conn: AsyncConnection, org_id: str, user_id: str, agent_id: str, interaction_id: str, write: _Write
+    ) -> list[uuid.UUID]:
+        """A save statement by statement: linear chains lock and read each chain before linking to it."""
+        user_exists, agent_exists = await interactions.create(
+            conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=write.at
+        )
+        _owners_exist(user_exists, agent_exists)
+        await interactions.append_messages(
+            conn, org_id=org_id, interaction_id=interaction_id, start=0, new=write.messages
+        )
+        unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
+        await self._audit_write(
+            conn, "save_interaction_with_memories", org_id, user_id, agent_id, interaction_id, write
+        )
+        return unlinked
 
     @retried
     async def update_interaction_and_memories(
@@ -417,6 +443,10 @@ class PostgresGraphDB(BaseGraphDB):
             searchable=write.native is not None,
             linear=self.settings.contradiction_chains == "linear",
         )
+        await self._write_foreign(org_id, user_id, agent_id, write)
+        return unlinked
+
+    async def _write_foreign(self, org_id: str, user_id: str, agent_id: str, write: _Write) -> None:
         if write.foreign is not None and write.items:
             # Upstream's order for a store outside this database: last, before the commit.
             await write.foreign.add_memories(
@@ -427,7 +457,6 @@ class PostgresGraphDB(BaseGraphDB):
                 memories=[item.text for item in write.items],
                 obtained_at=write.at.isoformat(),
             )
-        return unlinked
 
     async def get_interaction(
         self, org_id: str, user_id: str, interaction_id: str, with_messages: bool = True, with_memories: bool = True

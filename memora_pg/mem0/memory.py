@@ -30,7 +30,7 @@ from memora_pg.graph.memories import NewMemory
 from memora_pg.graph.search import MEMORY_FIELDS, matching_text, nearest
 from memora_pg.ids import parse_memory_id
 from memora_pg.mem0 import filters as filter_language
-from memora_pg.mem0 import prompts
+from memora_pg.mem0 import new_memories, prompts
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
@@ -44,7 +44,6 @@ from memora_pg.mem0.shapes import (
     actor_of,
     check_top_k,
     combined_filters,
-    ensure_owner,
     event_of,
     existing_id,
     item_of,
@@ -181,9 +180,8 @@ class AsyncMemory:
         vectors = await self._embed([item.text for item in items], query=False)
         items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
         results = [event_of(item, "ADD") for item in items]
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            await self._write_new(conn, scope, items)
-            await self._audit(conn, "add", scope.user_id if items else None, results)
+        async with self._db.transaction(org_id=self.org_id, one_statement=True) as conn:
+            await self._write_new(conn, scope, items, audited=self._audited("add", scope.user_id, results))
         return {"results": results}
 
     async def _add_procedural(
@@ -203,9 +201,8 @@ class AsyncMemory:
         (vector,) = await self._embed([item.text], query=False)
         item = with_vector(item, vector)
         results = [event_of(item, "ADD")]
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            await self._write_new(conn, scope, [item])
-            await self._audit(conn, "add", scope.user_id, results)
+        async with self._db.transaction(org_id=self.org_id, one_statement=True) as conn:
+            await self._write_new(conn, scope, [item], audited=self._audited("add", scope.user_id, results))
         return {"results": results}
 
     async def _add_inferred(
@@ -317,50 +314,56 @@ class AsyncMemory:
                 await self._audit(conn, "add", scope.user_id if additions else None, results)
         return {"results": results}
 
-    async def _write_new(self, conn: AsyncConnection, scope: Scope, items: Sequence[NewMemory]) -> None:
-        """New memories of the scope, their ADD events, and the collection and user rows they need."""
+    async def _write_new(
+        self,
+        conn: AsyncConnection,
+        scope: Scope,
+        items: Sequence[NewMemory],
+        *,
+        audited: new_memories.Audit | None = None,
+    ) -> None:
+        """New memories of the scope, their ADD events, the collection and user rows they need, and the
+        call's audit row when ``audited`` is given: one statement."""
         if not items:
+            if audited is not None:
+                await self._db.audit(
+                    conn, org_id=self.org_id, method=audited.method, user_id=audited.user_id, ids=audited.ids
+                )
             return
-        await ensure_owner(conn, self.org_id, self.collection, scope.user_id)
-        await memories.insert_many(
+        await new_memories.write(
             conn,
             org_id=self.org_id,
+            collection=self.collection,
             user_id=scope.user_id,
             agent_id=scope.agent_id,
-            interaction_id=None,
-            obtained_at=datetime.now(timezone.utc),
+            at=datetime.now(timezone.utc),
             items=items,
             text_search_config=self._db.settings.text_search_config,
-            searchable=True,
+            audit=audited,
         )
-        await history.record(
-            conn,
-            org_id=self.org_id,
-            events=[
-                history.Event(
-                    item.memory_id,
-                    scope.user_id,
-                    "ADD",
-                    None,
-                    item.text,
-                    actor_id=(item.metadata or {}).get("actor_id"),
-                    role=(item.metadata or {}).get("role"),
-                )
-                for item in items
-            ],
+
+    def _audited(
+        self, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
+    ) -> new_memories.Audit | None:
+        """The audit row of a public call (None when auditing is off); ``user_id`` only when the call
+        wrote that user's row for sure."""
+        if not self._db.settings.audit:
+            return None
+        return new_memories.Audit(
+            method=f"mem0.{method}",
+            user_id=(user_id or None) if results else None,
+            ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
         )
 
     async def _audit(
         self, conn: AsyncConnection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
     ) -> None:
-        """One audit row per public call; ``user_id`` only when the call wrote that user's row for sure."""
-        await self._db.audit(
-            conn,
-            org_id=self.org_id,
-            method=f"mem0.{method}",
-            user_id=user_id or None,
-            ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
-        )
+        """One audit row per public call, in its transaction."""
+        audited = self._audited(method, user_id, results)
+        if audited is not None:
+            await self._db.audit(
+                conn, org_id=self.org_id, method=audited.method, user_id=audited.user_id, ids=audited.ids
+            )
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -386,14 +389,17 @@ class AsyncMemory:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         where = filter_language.compile_filters(combined)
         (vector,) = await self._embed([query], query=True)
-        async with self._db.transaction(org_id=self.org_id) as conn:
+        exact = filter_language.uses_user_scope(combined)
+        # One statement unless the HNSW options are set first or the full-text list is read too.
+        one_statement = exact and not self.config.hybrid_search
+        async with self._db.transaction(org_id=self.org_id, one_statement=one_statement) as conn:
             (hits,) = await nearest(
                 conn,
                 org_id=self.org_id,
                 vectors=[vector],
                 where=where,
                 k=top_k,
-                exact=filter_language.uses_user_scope(combined),
+                exact=exact,
                 ef_search=self._db.settings.hnsw_ef_search,
             )
             if self.config.hybrid_search:

@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import and_, true
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
@@ -17,7 +16,6 @@ from memora_pg.ids import parse_memory_id
 from memora_pg.mem0 import filters as filter_language
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.schema import memories as memories_table
-from memora_pg.schema import organizations, users
 
 NO_USER = ""
 NO_AGENT = ""
@@ -179,13 +177,3 @@ def item_of(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
         if stored.get(key) is not None:
             item[key] = stored[key]
     return item
-
-
-async def ensure_owner(conn: AsyncConnection, org_id: str, collection: str, user_id: str) -> None:
-    """The collection's organization and the user exist after this (created if needed, never changed)."""
-    from sqlalchemy.dialects.postgresql import insert as upsert
-
-    await conn.execute(upsert(organizations).values(org_id=org_id, org_name=collection).on_conflict_do_nothing())
-    await conn.execute(
-        upsert(users).values(org_id=org_id, user_id=user_id, user_name=user_id or "(no user)").on_conflict_do_nothing()
-    )

@@ -74,6 +74,7 @@ from typing import Any
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memora_pg import vector_params
 from memora_pg.db import Database, from_json, sql
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import (
@@ -84,7 +85,6 @@ from memora_pg.errors import (
     database_errors,
 )
 from memora_pg.graph.contents import canonical_json
-from memora_pg.vector import vector_literal
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
 
@@ -248,9 +248,12 @@ LIMIT :limit
 
 # Written only where the row is still the version whose text was embedded, and still searchable.
 _WRITE = """
-UPDATE {schema}.{table} AS t SET embedding_next = CAST(given.embedding AS vector)
-FROM unnest(CAST(:org_ids AS text[]), CAST(:row_ids AS uuid[]), CAST(:versions AS text[]),
-            CAST(:embeddings AS text[])) AS given(org_id, row_id, version, embedding)
+UPDATE {schema}.{table} AS t
+-- the n-th vector of :embeddings (see memora_pg.vector_params)
+SET embedding_next =
+    CAST((CAST(:embeddings AS real[]))[(given.n - 1) * :dimensions + 1 : given.n * :dimensions] AS vector)
+FROM unnest(CAST(:org_ids AS text[]), CAST(:row_ids AS uuid[]), CAST(:versions AS text[]))
+     WITH ORDINALITY AS given(org_id, row_id, version, n)
 WHERE t.org_id = given.org_id AND t.{key} = given.row_id
   AND t.xmin = CAST(given.version AS xid) AND t.embedding IS NOT NULL AND t.embedding_next IS NULL
 """
@@ -559,7 +562,7 @@ async def _fill_table(run: _Run, table: _VectorTable) -> None:
                     "org_ids": [row.org_id for row in rows],
                     "row_ids": [row.row_id for row in rows],
                     "versions": [row.version for row in rows],
-                    "embeddings": [vector_literal(vector) for vector in vectors],
+                    **vector_params.many(vectors),
                 },
             )
         run.batches += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -79,6 +80,14 @@ async def test_add_without_inference_stores_each_message(memory: AsyncMemory) ->
     assert len(item["hash"]) == 32
     history = await memory.history(item["id"])
     assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [("ADD", None, "I like green tea")]
+
+
+async def test_metadata_that_is_not_json_is_refused(memory: AsyncMemory, engine: AsyncEngine) -> None:
+    """Metadata must be JSON: a datetime or a NaN is DuragValidationError, and nothing is written."""
+    for bad in ({"when": datetime.now(timezone.utc)}, {"score": float("nan")}):
+        with pytest.raises(DuragValidationError, match="metadata must be JSON"):
+            await memory.add("likes tea", user_id="jake", metadata=bad, infer=False)
+    assert await _counts(engine) == dict.fromkeys(COUNTED, 0)
 
 
 async def test_a_string_is_one_memory_and_ids_are_required(memory: AsyncMemory) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from memora_pg import DatabaseError, PostgresGraphDB, Settings
+from memora_pg import DatabaseError, PostgresGraphDB, Settings, db
+from memora_pg.db import needs_ping, socket_has_news
 from memora_pg.embeddings import HashEmbedder
 
 SCALING_DOC = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
@@ -97,3 +99,56 @@ def test_documented_defaults_are_the_settings_defaults() -> None:
         field = Settings.model_fields[names[variable]]
         default = "unset" if field.default is None else str(field.default).lower()
         assert documented == default, variable
+
+
+class _Record:
+    def __init__(self) -> None:
+        self.info: dict[str, Any] = {}
+
+
+def test_a_connection_back_in_the_pool_just_now_is_not_pinged() -> None:
+    """needs_ping: a connection never checked in, or idle for POOL_PRE_PING_IDLE seconds or more, is pinged."""
+    record = _Record()
+    assert needs_ping(record, 0.5, now=100.0)
+    record.info["memora_pg_checked_in"] = 100.0
+    assert not needs_ping(record, 0.5, now=100.4)
+    assert needs_ping(record, 0.5, now=100.5)
+    assert needs_ping(record, 0.0, now=100.0)
+    assert needs_ping(None, 0.5, now=100.0)
+
+
+async def test_pings_are_sent_only_after_the_idle_window(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Back-to-back calls send no ping; a call after the idle window sends one (and it still works)."""
+    pings: list[object] = []
+    original = db._ping
+
+    def counting(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        pings.append(record)
+        original(dbapi_connection, record, proxy)
+
+    monkeypatch.setattr(db, "_ping", counting)
+    graph = _graph(settings, pool_size=1, max_overflow=0, pool_pre_ping=True, pool_pre_ping_idle=0.3)
+    try:
+        for _ in range(3):  # a new connection, then one back in the pool just now
+            await graph.get_all_organizations()
+        assert pings == []
+        await asyncio.sleep(0.35)
+        assert await graph.get_all_organizations() == []
+        assert len(pings) == 1
+    finally:
+        await graph.close()
+
+
+async def test_a_connection_closed_by_the_server_shows_on_its_socket(database_url: str, settings: Settings) -> None:
+    """socket_has_news: silent for a live idle connection; true once the server has closed it."""
+    graph = _graph(settings, pool_size=1, max_overflow=0)
+    try:
+        async with graph.database.transaction() as conn:
+            driver = (await conn.get_raw_connection()).driver_connection
+            pid = await conn.scalar(text("SELECT pg_backend_pid()"))
+        assert not socket_has_news(driver)
+        await _terminate(database_url, pid)
+        assert socket_has_news(driver)
+        assert await graph.get_all_organizations() == []
+    finally:
+        await graph.close()

@@ -14,12 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
+from memora_pg import vector_params
 from memora_pg.graph import memories
-from memora_pg.graph.search import nearest_statement
+from memora_pg.graph.search import nearest_statement, query_vectors
 from memora_pg.mem0.filters import compile_filters
 from memora_pg.migrations import MigrationOptions, upgrade
 from memora_pg.schema import memories as memories_table
-from memora_pg.vector import search_sql, vector_literal
+from memora_pg.vector import search_sql
 from tests.conftest import _create_database, _drop_database
 
 DIMENSIONS = 32
@@ -116,7 +117,7 @@ def _search_params(user: bool) -> dict[str, Any]:
         "org_id": "org",
         "ts_config": "simple",
         "query_nos": [0],
-        "embeddings": [vector_literal([0.1] * DIMENSIONS)],
+        **vector_params.many([[0.1] * DIMENSIONS]),
         "queries": ["memory number 7"],
     }
     if user:
@@ -189,24 +190,38 @@ async def test_metadata_filter_uses_the_gin_index(seeded: AsyncEngine, scale: tu
     assert ("Seq Scan", None, "memories") not in nodes or scale[1] < 10_000
 
 
-async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+@pytest.mark.parametrize("queries", [1, 3])
+async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[str, int], queries: int) -> None:
     """Pinned to a user: the user's rows sorted exactly. A selective metadata filter: its GIN index and an
-    exact sort (full top-k, never starved). A broad filter at scale: the HNSW index."""
-    params = {"query_nos": [0], "embeddings": [vector_literal([0.1] * DIMENSIONS)]}
+    exact sort (full top-k, never starved). A broad filter at scale: the HNSW index. The same for one query
+    (a plain select) and for several (a LATERAL join)."""
+    params = query_vectors([[0.1 * (n + 1)] * DIMENSIONS for n in range(queries)])
     user_scoped = nearest_statement(
-        org_id="org", where=compile_filters({"user_id": "u7", "category": "rare"}), k=10, exact=True
+        org_id="org",
+        where=compile_filters({"user_id": "u7", "category": "rare"}),
+        k=10,
+        exact=True,
+        queries=queries,
     )
     nodes = _nodes(await _explain_core(seeded, user_scoped, params))
     assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
     assert all(index != "ix_memories_embedding_hnsw" for _, index, _ in nodes)
     selective = nearest_statement(
-        org_id="org", where=compile_filters({"agent_id": "agent", "category": "rare"}), k=10, exact=False
+        org_id="org",
+        where=compile_filters({"agent_id": "agent", "category": "rare"}),
+        k=10,
+        exact=False,
+        queries=queries,
     )
     nodes = _nodes(await _explain_core(seeded, selective, params))
     if scale[1] >= 10_000:
         assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes
     broad = nearest_statement(
-        org_id="org", where=compile_filters({"agent_id": "agent", "category": "common"}), k=10, exact=False
+        org_id="org",
+        where=compile_filters({"agent_id": "agent", "category": "common"}),
+        k=10,
+        exact=False,
+        queries=queries,
     )
     nodes = _nodes(await _explain_core(seeded, broad, params))
     if scale[1] >= 10_000:

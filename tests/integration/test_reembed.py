@@ -30,7 +30,6 @@ from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, HashEmbedder
 from memora_pg.migrations import MigrationOptions
 from memora_pg.ops.reembed import ReembedBusyError, ReembedResult, reembed
-from memora_pg.vector import vector_literal
 from tests.integration.helpers import chat, payload
 
 SCHEMA = "memora"
@@ -108,6 +107,11 @@ async def own_engine(fresh_database: str) -> AsyncIterator[AsyncEngine]:
     await migrations.upgrade(engine, MigrationOptions(schema=SCHEMA, dimensions=384))
     yield engine
     await engine.dispose()
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    """pgvector's text form of a vector (what a hand-written writer would send)."""
+    return "[" + ",".join(repr(float(v)) for v in values) + "]"
 
 
 @pytest.fixture

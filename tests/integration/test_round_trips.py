@@ -109,7 +109,7 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
         }
     )
     measured = {
-        # interaction, messages, memories, sources, contrary links, audit
+        # one statement: interaction, messages, memories, sources, contrary links and audit as CTEs
         "save": await count(graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, contrary)),
         # lock, read messages, (truncate), (append), touch, memories, sources, audit
         "update": await count(
@@ -127,7 +127,7 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
         ),
     }
     assert measured == {
-        "save": 6,
+        "save": 1,
         "update": 6,
         "get_interaction": 1,
         "get_user_memory": 1,

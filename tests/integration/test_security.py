@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import NotFoundError, PostgresGraphDB, PostgresMemory, Settings
 from memora_pg.embeddings import HashEmbedder
-from memora_pg.mem0 import AsyncMemory
+from memora_pg.mem0 import AsyncMemory, MemoryConfig
 from memora_pg.migrations import MigrationOptions, downgrade, upgrade
 from memora_pg.schema import TENANT_TABLES
 from tests.integration.helpers import chat, payload, world
@@ -217,3 +217,38 @@ async def test_downgrade_and_upgrade_keep_the_data(fresh_database: str) -> None:
     graph = PostgresGraphDB(engine, embedder=HashEmbedder(384))
     assert [m.memory for m in await graph.get_all_user_memories(w.org_id, w.user_id)] == ["kept"]
     await engine.dispose()
+
+
+async def _audit_rows(engine: AsyncEngine, org_id: str) -> list[tuple[str, str | None]]:
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT method, user_id FROM memora.audit_log WHERE org_id = :o ORDER BY seq"), {"o": org_id}
+        )
+        return [(row.method, row.user_id) for row in rows]
+
+
+@pytest.mark.parametrize("audit", [True, False])
+async def test_one_statement_writes_audit_only_when_auditing_is_on(
+    engine: AsyncEngine, settings: Settings, audit: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save and a mem0-style add are one statement each; their audit row is in it, or absent with audit off."""
+    own = settings.model_copy(update={"audit": audit})
+    graph = PostgresGraphDB(engine, settings=own, embedder=HashEmbedder(384))
+    w = await world(graph)
+    await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, payload(chat("a"), [("m", [0])]))
+    monkeypatch.setenv("MEMORA_PG_AUDIT", str(audit).lower())
+    config = MemoryConfig(
+        vector_store={"provider": "pgvector", "config": {"collection_name": "audited", "schema": "memora"}}
+    )
+    memory = AsyncMemory(config, engine=engine, embedder=HashEmbedder(384))
+    await memory.add("likes tea", user_id="jake", infer=False)
+    await memory.add([{"role": "system", "content": "only a system message"}], user_id="jake", infer=False)
+    saved = await _audit_rows(engine, w.org_id)
+    added = await _audit_rows(engine, memory.org_id)
+    if audit:
+        assert saved[-1] == ("save_interaction_with_memories", w.user_id)
+        assert added == [("mem0.add", "jake"), ("mem0.add", None)]
+    else:
+        assert saved == []
+        assert added == []
+    assert len(await graph.get_all_user_memories(w.org_id, w.user_id)) == 1

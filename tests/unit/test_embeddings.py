@@ -177,6 +177,14 @@ async def test_embed_checked_rejects_values_that_are_not_finite_floats(bad: obje
         await embed_checked(stub, ["a"], query=False)
 
 
+@pytest.mark.parametrize("big", [1e39, -3.5e38, np.float64(1e300)])
+async def test_embed_checked_rejects_values_beyond_32_bit_floats(big: float) -> None:
+    """pgvector stores 32-bit floats: a finite value beyond their range is EmbeddingError, not a driver error."""
+    stub = StubEmbedder(result=[[0.1, big, 0.2]])
+    with pytest.raises(EmbeddingError, match="position 1: pgvector stores 32-bit floats"):
+        await embed_checked(stub, ["a"], query=False)
+
+
 async def test_embed_checked_converts_numpy_results_to_plain_floats() -> None:
     """A numpy array result becomes a plain list of Python floats."""
     stub = StubEmbedder(result=np.array([[1, 2, 3]], dtype=np.float32))
