@@ -1,9 +1,14 @@
-"""The raw baselines: hand-written asyncpg doing the same database work as each memora_pg call.
+"""The raw baselines: asyncpg doing the same database work as each memora_pg call.
 
 Same rows, same indexes, same statements (or, for searches, the hand-written floor query), on
 one asyncpg connection with pgvector's binary codec and asyncpg's own prepared-statement
 cache. Nothing here validates, renders or builds models: what memora_pg spends beyond these
 is its own overhead.
+
+Writes have two raw sides. ``save_one`` and ``add_one`` send memora_pg's own single statement
+(the ratio's baseline: the same query, so the ratio is the package's client-side cost);
+``save`` and ``add`` are what one would write by hand, a statement per table in a transaction
+(shown beside it, for what the single statement buys).
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import asyncpg  # type: ignore[import-untyped]
 import numpy as np
 
 from bench.load import SCHEMA
-from memora_pg.graph import interactions, memories
+from memora_pg.graph import interactions, memories, saves
+from memora_pg.mem0 import new_memories
 
 S = f'"{SCHEMA}"'
 
@@ -55,6 +61,8 @@ INSERT_AUDIT = (
 )
 SAVE_STATEMENTS = 5
 ADD_STATEMENTS = 5
+SAVE_ONE = saves.save_sql(searchable=True, audit=True)
+ADD_ONE = new_memories.WRITE + new_memories.AUDIT + new_memories.RESULT
 
 
 async def save(
@@ -100,6 +108,85 @@ async def save(
             json.dumps({"interaction_id": interaction_id, "memory_ids": [str(i) for i in ids]}),
         )
     return interaction_id
+
+
+async def save_one(
+    conn: asyncpg.Connection,
+    *,
+    org_id: str,
+    user_id: str,
+    agent_id: str,
+    at: datetime,
+    messages: Sequence[tuple[str, str]],
+    texts: Sequence[str],
+    vectors: Sequence[np.ndarray[Any, Any]],
+    positions: Sequence[int],
+) -> str:
+    """save_interaction_with_memories as memora_pg sends it: one statement, no transaction block."""
+    interaction_id = uuid.uuid4().hex[:22]
+    ids = [uuid.uuid4() for _ in texts]
+    row = await conn.fetchrow(
+        _SAVE_ONE,
+        org_id,
+        user_id,
+        agent_id,
+        interaction_id,
+        at,
+        [role for role, _ in messages],
+        [content for _, content in messages],
+        ids,
+        list(texts),
+        ids,
+        list(positions),
+        [],
+        [],
+        "simple",
+        np.concatenate(vectors).tolist(),
+        len(vectors[0]),
+        uuid.uuid4(),
+        "save_interaction_with_memories",
+        json.dumps({"interaction_id": interaction_id, "memory_ids": [str(i) for i in ids]}),
+    )
+    assert row["user_exists"]
+    assert row["agent_exists"]
+    return interaction_id
+
+
+async def add_one(
+    conn: asyncpg.Connection,
+    *,
+    org_id: str,
+    collection: str,
+    user_id: str,
+    at: datetime,
+    texts: Sequence[str],
+    vectors: Sequence[np.ndarray[Any, Any]],
+) -> list[uuid.UUID]:
+    """The mem0-style add(infer=False) as memora_pg sends it: one statement, no transaction block."""
+    ids = [uuid.uuid4() for _ in texts]
+    await conn.execute(
+        _ADD_ONE,
+        org_id,
+        collection,
+        user_id,
+        user_id,
+        "",
+        at,
+        "simple",
+        ids,
+        list(texts),
+        ['{"role": "user"}'] * len(texts),
+        np.concatenate(vectors).tolist(),
+        len(vectors[0]),
+        [uuid.uuid4() for _ in texts],
+        [None] * len(texts),
+        ["user"] * len(texts),
+        uuid.uuid4(),
+        user_id,
+        "mem0.add",
+        json.dumps({"memories": [{"id": str(i), "event": "ADD"} for i in ids]}),
+    )
+    return ids
 
 
 async def add(
@@ -153,6 +240,22 @@ def _positional(template: str, names: Sequence[str]) -> str:
     return sql
 
 
+_SAVE_ONE = _positional(
+    SAVE_ONE,
+    [
+        "org_id", "user_id", "agent_id", "interaction_id", "at", "roles", "contents", "memory_ids", "memories",
+        "source_memory_ids", "source_positions", "new_ids", "old_ids", "ts_config", "embeddings", "dimensions",
+        "event_id", "method", "audit_ids",
+    ],
+)  # fmt: skip
+_ADD_ONE = _positional(
+    ADD_ONE,
+    [
+        "org_id", "collection", "user_id", "user_name", "agent_id", "at", "ts_config", "memory_ids", "memories",
+        "metadata", "embeddings", "dimensions", "event_ids", "actor_ids", "roles", "audit_event_id",
+        "audit_user_id", "audit_method", "audit_ids",
+    ],
+)  # fmt: skip
 RESOLVE = _positional(memories.RESOLVE, ["batches", "positions", "org_ids", "user_ids", "memory_ids"])
 PAGE = _positional(interactions.PAGE, ["org_id", "user_id", "with_messages", "with_memories", "skip", "limit"])
 

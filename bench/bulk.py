@@ -42,7 +42,10 @@ async def bulk_figure(ctx: Context, server: Server, times: load.LoadTimes, build
             with tempfile.TemporaryDirectory(prefix="memora-bench-export-") as scratch:
                 dump = Path(scratch) / "export.jsonl"
                 source = Database(sqlalchemy_url(ctx.url), settings=ctx.settings())
-                target = Database(sqlalchemy_url(target_url), settings=ctx.settings())
+                # The same build memory as the raw floor's CREATE INDEX (load.BUILD_MEMORY).
+                target = Database(
+                    sqlalchemy_url(target_url), settings=ctx.settings(index_build_memory=load.BUILD_MEMORY)
+                )
                 try:
                     started = time.perf_counter()
                     await transfer.export(source, dump, org_id=data.org_id(0))

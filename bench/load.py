@@ -153,12 +153,16 @@ async def load(url: str, layout: data.Layout, space: data.VectorSpace) -> LoadTi
     return times
 
 
+# maintenance_work_mem of every HNSW build the benchmark times (raw and memora_pg's import).
+BUILD_MEMORY = "4GB"
+
+
 async def build_hnsw(url: str) -> float:
     """Build the HNSW index the way an operator would after a bulk load; returns the seconds it took."""
     conn = await connect(url)
     try:
         # Enough memory to build the graph in memory; one parallel worker on a 2-core machine.
-        await conn.execute("SET maintenance_work_mem = '4GB'")
+        await conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
         await conn.execute("SET max_parallel_maintenance_workers = 1")
         started = time.perf_counter()
         await conn.execute(CREATE_HNSW)

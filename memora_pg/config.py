@@ -88,6 +88,13 @@ class Settings(BaseSettings):
     hnsw_m: int = Field(default=16, ge=2, le=100)
     hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    index_build_memory: str = Field(
+        default="1GB",
+        pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$",
+        description="maintenance_work_mem of the HNSW builds memora_pg runs (import, index build, re-embedding). "
+        "A build whose graph does not fit spills to disk and takes several times longer; 1M memories of 384 "
+        "dimensions need about 2GB.",
+    )
     text_search_config: str = Field(default="simple", description="Full-text configuration of the lexical arm.")
     search_mode: Literal["hybrid", "dense"] = "hybrid"
     row_level_security: bool = Field(

@@ -53,6 +53,9 @@ added AS (
 )
 """
 
+# The statement's own result: nothing to return, every CTE runs regardless.
+RESULT = "SELECT 1"
+
 AUDIT = """,
 audit AS (
     INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)
@@ -109,7 +112,7 @@ async def write(
             audit_method=audit.method,
             audit_ids=_json(audit.ids),
         )
-    await conn.execute(sql(conn, template + "SELECT 1"), params)
+    await conn.execute(sql(conn, template + RESULT), params)
 
 
 def _json(value: dict[str, Any]) -> str:

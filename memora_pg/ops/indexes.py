@@ -9,10 +9,14 @@ autocommit connection, because PostgreSQL refuses that inside a transaction.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.config import Settings
 from memora_pg.db import Database, deployment_errors
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
@@ -51,14 +55,41 @@ async def build_hnsw(database: Database) -> IndexState:
             if current.mode == "hnsw" and not current.valid:
                 await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{HNSW_INDEX}'))
             if current.mode == "exact" or not current.valid:
-                await auto.execute(
-                    text(
-                        f'CREATE INDEX CONCURRENTLY IF NOT EXISTS {HNSW_INDEX} ON "{schema}".memories '
-                        f"USING hnsw (embedding vector_cosine_ops) "
-                        f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
+                async with build_memory(auto, settings):
+                    await auto.execute(
+                        text(
+                            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS {HNSW_INDEX} ON "{schema}".memories '
+                            f"USING hnsw (embedding vector_cosine_ops) "
+                            f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
+                        )
                     )
-                )
     return await state(database)
+
+
+# Raised to the configured size, never lowered below what the role or database already gives.
+RAISE_BUILD_MEMORY = """
+SELECT set_config('maintenance_work_mem', :memory, :local)
+WHERE pg_size_bytes(:memory) > pg_size_bytes(current_setting('maintenance_work_mem'))
+"""
+
+
+async def raise_build_memory(conn: AsyncConnection, settings: Settings, *, local: bool) -> None:
+    """``maintenance_work_mem`` of at least ``settings.index_build_memory``: for the transaction when ``local``."""
+    await conn.execute(text(RAISE_BUILD_MEMORY), {"memory": settings.index_build_memory, "local": local})
+
+
+@asynccontextmanager
+async def build_memory(session: AsyncConnection, settings: Settings) -> AsyncIterator[None]:
+    """``maintenance_work_mem`` of ``settings.index_build_memory`` for the index builds in the block.
+
+    An HNSW graph that does not fit in maintenance_work_mem (64MB by default) is built on disk,
+    several times slower. The setting is the session's until the block ends, then reset, so a
+    pooled connection goes back as it came. A build that failed or was cancelled may have left
+    the session unusable: then nothing more is sent on it.
+    """
+    await raise_build_memory(session, settings, local=False)
+    yield
+    await session.execute(text("RESET maintenance_work_mem"))
 
 
 MISSING = """

@@ -85,6 +85,7 @@ from memora_pg.errors import (
     database_errors,
 )
 from memora_pg.graph.contents import canonical_json
+from memora_pg.ops.indexes import build_memory
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
 
@@ -676,14 +677,15 @@ async def _build_index(run: _Run, session: AsyncConnection) -> None:
         if valid is False:
             # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
             await session.execute(sql(session, _DROP_INDEX_CONCURRENTLY))
-        await session.execute(
-            _sql(
-                session,
-                _CREATE_INDEX_CONCURRENTLY,
-                m=int(settings.hnsw_m),
-                ef_construction=int(settings.hnsw_ef_construction),
+        async with build_memory(session, settings):
+            await session.execute(
+                _sql(
+                    session,
+                    _CREATE_INDEX_CONCURRENTLY,
+                    m=int(settings.hnsw_m),
+                    ef_construction=int(settings.hnsw_ef_construction),
+                )
             )
-        )
         await session.execute(text("RESET statement_timeout"))
     await session.execute(_sql(session, _FORGET_COMMENT, _MEMORIES))
 

@@ -22,8 +22,8 @@ stays constant whatever the size of the database. The import replays the file wi
 multi-row inserts in ONE transaction, so a failed import leaves nothing behind; a large import
 therefore holds one long transaction (and its locks) until it commits. Into an empty database
 the import drops the HNSW index first and builds it once at the end, in that same transaction:
-much faster than indexing the rows one by one, and faster still with a larger
-``maintenance_work_mem`` for the importing role or database.
+much faster than indexing the rows one by one, with ``maintenance_work_mem`` raised to
+``Settings.index_build_memory`` for the build so that the graph is built in memory.
 
 Both need the schema at head and a role that row-level security does not restrict (the
 tables' owner, or a role with BYPASSRLS): policies would hide rows from an export.
@@ -87,6 +87,7 @@ from memora_pg.errors import (
     database_errors,
     translate,
 )
+from memora_pg.ops.indexes import raise_build_memory
 from memora_pg.schema import (
     agents,
     audit_log,
@@ -393,8 +394,10 @@ async def import_(
             replay = _Replay(conn, database, dimensions, batch_size, progress)
             await replay.run(records)
             if set_aside:
-                # One build over every row can outlast a statement_timeout meant for the application.
+                # One build over every row can outlast a statement_timeout meant for the application,
+                # and needs its graph in memory (see Settings.index_build_memory).
                 await conn.execute(text("SET LOCAL statement_timeout = 0"))
+                await raise_build_memory(conn, database.settings, local=True)
             for definition in set_aside:
                 await conn.execute(text(definition))
             await _advance_identities(conn, database.schema)

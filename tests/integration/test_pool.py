@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import AliasChoices
+from pydantic import AliasChoices, ValidationError
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import DatabaseError, PostgresGraphDB, Settings, db
 from memora_pg.db import needs_ping, socket_has_news
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.ops.indexes import raise_build_memory
 
 SCALING_DOC = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
 
@@ -97,7 +98,8 @@ def test_documented_defaults_are_the_settings_defaults() -> None:
     names = _environment_names()
     for variable, documented in rows:
         field = Settings.model_fields[names[variable]]
-        default = "unset" if field.default is None else str(field.default).lower()
+        default = "unset" if field.default is None else str(field.default)
+        default = default.lower() if isinstance(field.default, bool) else default
         assert documented == default, variable
 
 
@@ -152,3 +154,24 @@ async def test_a_connection_closed_by_the_server_shows_on_its_socket(database_ur
         assert await graph.get_all_organizations() == []
     finally:
         await graph.close()
+
+
+@pytest.mark.parametrize(("configured", "expected"), [("256MB", "256MB"), ("1MB", "64MB")])
+async def test_index_builds_get_their_memory_and_never_less(
+    engine: AsyncEngine, settings: Settings, configured: str, expected: str
+) -> None:
+    """raise_build_memory: maintenance_work_mem of INDEX_BUILD_MEMORY for the transaction, never below the server's."""
+    own = settings.model_copy(update={"index_build_memory": configured})
+    async with engine.begin() as conn:
+        await conn.execute(text("SET LOCAL maintenance_work_mem = '64MB'"))
+        await raise_build_memory(conn, own, local=True)
+        assert await conn.scalar(text("SHOW maintenance_work_mem")) == expected
+    async with engine.connect() as conn:
+        assert await conn.scalar(text("SHOW maintenance_work_mem")) != "256MB"
+
+
+def test_index_build_memory_must_be_a_postgresql_size() -> None:
+    """A size PostgreSQL accepts (a number and kB, MB, GB or TB), or a ValidationError."""
+    for bad in ("1gb", "lots", "0GB", "1.5GB"):
+        with pytest.raises(ValidationError):
+            Settings(index_build_memory=bad)
