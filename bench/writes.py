@@ -72,35 +72,26 @@ class Saver:
         payload, *_ = self.payload(key)
         await graph.save_interaction_with_memories(ORG, data.AGENT_ID, user, payload)
 
+    def raw_arguments(self, user: str, key: str) -> dict[str, Any]:
+        _, texts, vectors, messages = self.payload(key)
+        return {
+            "org_id": ORG,
+            "user_id": user,
+            "agent_id": data.AGENT_ID,
+            "at": _at(0),
+            "messages": messages,
+            "texts": texts,
+            "vectors": list(vectors),
+            "positions": [2 * k for k in range(MEMORIES)],
+        }
+
     async def raw(self, conn: asyncpg.Connection, user: str, key: str) -> None:
         """memora_pg's own statement, sent raw: the ratio's baseline."""
-        _, texts, vectors, messages = self.payload(key)
-        await baselines.save_one(
-            conn,
-            org_id=ORG,
-            user_id=user,
-            agent_id=data.AGENT_ID,
-            at=_at(0),
-            messages=messages,
-            texts=texts,
-            vectors=list(vectors),
-            positions=[2 * k for k in range(MEMORIES)],
-        )
+        await baselines.save_one(conn, **self.raw_arguments(user, key))
 
     async def hand(self, conn: asyncpg.Connection, user: str, key: str) -> None:
         """A statement per table in a transaction, as one would write it by hand."""
-        _, texts, vectors, messages = self.payload(key)
-        await baselines.save(
-            conn,
-            org_id=ORG,
-            user_id=user,
-            agent_id=data.AGENT_ID,
-            at=_at(0),
-            messages=messages,
-            texts=texts,
-            vectors=list(vectors),
-            positions=[2 * k for k in range(MEMORIES)],
-        )
+        await baselines.save(conn, **self.raw_arguments(user, key))
 
 
 async def save_figures(ctx: Context, mode: str) -> None:
@@ -226,29 +217,23 @@ async def add_figure(ctx: Context, mode: str) -> Figure:
             batch, _ = texts(f"add {mode} ours {i}")
             await memory.add([{"role": "user", "content": t} for t in batch], user_id=f"a-{mode}-ours", infer=False)
 
-        async def raw(i: int) -> None:
-            batch, vectors = texts(f"add {mode} raw {i}")
-            await baselines.add_one(
-                raw_conn,
-                org_id=ORG,
-                collection=COLLECTION,
-                user_id=f"a-{mode}-raw",
-                at=_at(i),
-                texts=batch,
-                vectors=list(vectors),
-            )
+        def raw_side(side: str, send: Any) -> Any:
+            async def call(i: int) -> None:
+                batch, vectors = texts(f"add {mode} {side} {i}")
+                await send(
+                    raw_conn,
+                    org_id=ORG,
+                    collection=COLLECTION,
+                    user_id=f"a-{mode}-{side}",
+                    at=_at(i),
+                    texts=batch,
+                    vectors=list(vectors),
+                )
 
-        async def hand(i: int) -> None:
-            batch, vectors = texts(f"add {mode} hand {i}")
-            await baselines.add(
-                raw_conn,
-                org_id=ORG,
-                collection=COLLECTION,
-                user_id=f"a-{mode}-hand",
-                at=_at(i),
-                texts=batch,
-                vectors=list(vectors),
-            )
+            return call
+
+        raw = raw_side("raw", baselines.add_one)  # memora_pg's own statement, sent raw
+        hand = raw_side("hand", baselines.add)  # a statement per table, as one would write it by hand
 
         runs = await interleaved({"ours": ours, "raw": raw, "hand": hand}, iterations=ctx.iterations, warmup=ctx.warmup)
         statements.clear()
