@@ -114,6 +114,11 @@ def entity_ids(filters: Mapping[str, Any] | None) -> dict[str, str]:
     if filters is None:
         return {}
     compile_filters(filters)
+    return pinned_ids(filters)
+
+
+def pinned_ids(filters: Mapping[str, Any]) -> dict[str, str]:
+    """:func:`entity_ids` of filters already compiled (validated): without compiling them again."""
     found: dict[str, str] = {}
     for key in ENTITY_KEYS:
         value = filters.get(key)
@@ -127,8 +132,11 @@ def entity_ids(filters: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def uses_user_scope(filters: Mapping[str, Any] | None) -> bool:
-    """True when the top-level filters pin ``user_id`` to one value (as :func:`entity_ids` does)."""
-    return "user_id" in entity_ids(filters)
+    """True when the top-level filters pin ``user_id`` to one value (as :func:`entity_ids` does).
+
+    For filters already validated (compiled): this one does not compile them again.
+    """
+    return filters is not None and "user_id" in pinned_ids(filters)
 
 
 # -- targets: what a key names ----------------------------------------------------------------

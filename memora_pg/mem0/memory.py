@@ -381,13 +381,12 @@ class AsyncMemory:
         if not isinstance(query, str) or not query.strip():
             raise DuragValidationError("query must be a non-empty string.")
         check.no_nul(query, "queries")
-        combined = combined_filters(filters, kwargs)
+        combined, where = combined_filters(filters, kwargs)
         check_top_k(top_k)
         if threshold is not None and not isinstance(threshold, int | float):
             raise DuragValidationError("threshold must be a number.")
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
-        where = filter_language.compile_filters(combined)
         (vector,) = await self._embed([query], query=True)
         exact = filter_language.uses_user_scope(combined)
         # One statement unless the HNSW options are set first or the full-text list is read too.
@@ -435,9 +434,8 @@ class AsyncMemory:
 
     async def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
         """Up to ``top_k`` memories matching ``filters``, newest first."""
-        combined = combined_filters(filters, kwargs)
+        _, where = combined_filters(filters, kwargs)
         check_top_k(top_k)
-        where = filter_language.compile_filters(combined)
         async with self._db.transaction(org_id=self.org_id) as conn:
             rows = await conn.execute(
                 select(*MEMORY_FIELDS)

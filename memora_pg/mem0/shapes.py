@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import and_, true
+from sqlalchemy import ColumnElement, and_, true
 
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
@@ -81,8 +81,11 @@ def scope_of(user_id: object, agent_id: object, run_id: object) -> Scope:
     return scope
 
 
-def combined_filters(filters: dict[str, Any] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The filters, with mem0 1.x's ``user_id=``/``agent_id=``/``run_id=`` keywords folded in."""
+def combined_filters(
+    filters: dict[str, Any] | None, kwargs: dict[str, Any]
+) -> tuple[dict[str, Any], ColumnElement[bool]]:
+    """The filters, with mem0 1.x's ``user_id=``/``agent_id=``/``run_id=`` keywords folded in, and
+    their compiled WHERE condition."""
     if filters is not None and not isinstance(filters, dict):
         raise DuragValidationError("filters must be a dict.")
     combined = dict(filters or {})
@@ -91,9 +94,10 @@ def combined_filters(filters: dict[str, Any] | None, kwargs: dict[str, Any]) -> 
             combined[key] = kwargs.pop(key)
     if "limit" in kwargs:
         raise DuragValidationError("Use top_k instead of limit.")
-    if not filter_language.entity_ids(combined):
+    where = filter_language.compile_filters(combined)
+    if not filter_language.pinned_ids(combined):
         raise DuragValidationError("filters must contain at least one of 'user_id', 'agent_id' or 'run_id'.")
-    return combined
+    return combined, where
 
 
 def check_top_k(top_k: object) -> None:
