@@ -21,6 +21,7 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import numpy as np
+from pgvector import Vector
 
 from bench.load import SCHEMA
 from memora_pg.graph import interactions, memories, saves
@@ -141,8 +142,7 @@ async def save_one(
         [],
         [],
         "simple",
-        np.concatenate(vectors).tolist(),
-        len(vectors[0]),
+        [Vector(vector) for vector in vectors],
         uuid.uuid4(),
         "save_interaction_with_memories",
         json.dumps({"interaction_id": interaction_id, "memory_ids": [str(i) for i in ids]}),
@@ -176,8 +176,7 @@ async def add_one(
         ids,
         list(texts),
         ['{"role": "user"}'] * len(texts),
-        np.concatenate(vectors).tolist(),
-        len(vectors[0]),
+        [Vector(vector) for vector in vectors],
         [uuid.uuid4() for _ in texts],
         [None] * len(texts),
         ["user"] * len(texts),
@@ -244,7 +243,7 @@ _SAVE_ONE = _positional(
     SAVE_ONE,
     [
         "org_id", "user_id", "agent_id", "interaction_id", "at", "roles", "contents", "memory_ids", "memories",
-        "source_memory_ids", "source_positions", "new_ids", "old_ids", "ts_config", "embeddings", "dimensions",
+        "source_memory_ids", "source_positions", "new_ids", "old_ids", "ts_config", "embeddings",
         "event_id", "method", "audit_ids",
     ],
 )  # fmt: skip
@@ -252,7 +251,7 @@ _ADD_ONE = _positional(
     ADD_ONE,
     [
         "org_id", "collection", "user_id", "user_name", "agent_id", "at", "ts_config", "memory_ids", "memories",
-        "metadata", "embeddings", "dimensions", "event_ids", "actor_ids", "roles", "audit_event_id",
+        "metadata", "embeddings", "event_ids", "actor_ids", "roles", "audit_event_id",
         "audit_user_id", "audit_method", "audit_ids",
     ],
 )  # fmt: skip

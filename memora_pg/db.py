@@ -33,7 +33,7 @@ except ImportError:  # SQLAlchemy 2.0
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memora_pg import embedded
+from memora_pg import embedded, vector_params
 from memora_pg.config import Settings
 from memora_pg.errors import ConfigurationError, DatabaseError, database_errors
 
@@ -235,6 +235,23 @@ def _sqlstate(error: sa_exc.DBAPIError) -> str | None:
     return None
 
 
+_VECTOR_CODEC = "memora_pg_vector_codec"
+
+
+async def with_vector_codec(conn: AsyncConnection) -> None:
+    """pgvector's binary codec on the connection (see memora_pg.vector_params), registered once.
+
+    The mark lives in the pooled connection's ``info``, which SQLAlchemy clears when it replaces
+    the connection, so a new connection registers again. Before pgvector is installed (a
+    database not yet migrated) nothing is marked, and the next transaction tries again.
+    """
+    if conn.info.get(_VECTOR_CODEC):
+        return
+    driver = (await conn.get_raw_connection()).driver_connection
+    if driver is not None and await vector_params.register(driver):
+        conn.info[_VECTOR_CODEC] = True
+
+
 def count_statements(engine: AsyncEngine) -> list[str]:
     """Record every statement sent through ``engine`` (for tests and benchmarks of round trips)."""
     sent: list[str] = []
@@ -347,10 +364,12 @@ class Database:
         if one_statement and not self.settings.row_level_security:
             with deployment_errors(engine):
                 async with engine.connect() as conn:
+                    await with_vector_codec(conn)
                     await conn.execution_options(isolation_level="AUTOCOMMIT")
                     yield conn
             return
         async with unit_of_work(engine) as conn:
+            await with_vector_codec(conn)
             if self.settings.row_level_security:
                 await conn.execute(TENANT, {"org_id": org_id or ""})
             yield conn

@@ -278,10 +278,9 @@ UPSERT = """
 INSERT INTO {schema}.memories AS m
     (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
 SELECT :org_id, given.memory_id, :user_id, :agent_id, given.memory, :obtained_at,
-       -- the n-th vector of :embeddings (see memora_pg.vector_params)
-       CAST((CAST(:embeddings AS real[]))[(given.n - 1) * :dimensions + 1 : given.n * :dimensions] AS vector),
-       to_tsvector(CAST(:ts_config AS regconfig), given.memory)
-FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[])) WITH ORDINALITY AS given(memory_id, memory, n)
+       given.embedding, to_tsvector(CAST(:ts_config AS regconfig), given.memory)
+FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:embeddings AS vector[]))
+     AS given(memory_id, memory, embedding)
 ON CONFLICT (org_id, memory_id) DO UPDATE
 SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
     embedding = excluded.embedding, search_text = excluded.search_text
@@ -325,7 +324,7 @@ async def upsert(
             "ts_config": text_search_config,
             "memory_ids": list(memory_ids),
             "memories": list(texts),
-            **vector_params.many(vectors),
+            "embeddings": vector_params.many(vectors),
         },
     )
     if len(written.all()) != len(set(memory_ids)):
@@ -388,13 +387,12 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
 -- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
 WITH q AS MATERIALIZED (
     SELECT given.query_no,
-           -- the query_no-th vector of :embeddings (see memora_pg.vector_params)
-           CAST((CAST(:embeddings AS real[]))[given.query_no * :dimensions + 1 : (given.query_no + 1) * :dimensions]
-                AS vector) AS embedding,
+           given.embedding,
            -- any word of the query may match (upstream's lexical arm is a sparse model, not a phrase)
            CAST(replace(CAST(plainto_tsquery(CAST(:ts_config AS regconfig), given.query) AS text), ' & ', ' | ')
                 AS tsquery) AS terms
-    FROM unnest(CAST(:query_nos AS int[]), CAST(:queries AS text[])) AS given(query_no, query)
+    FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))
+         AS given(query_no, embedding, query)
 )
 SELECT q.query_no, m.org_id, m.user_id, m.agent_id, m.memory_id, m.memory, m.obtained_at, hit.score
 FROM q
@@ -438,7 +436,7 @@ async def search(
         "org_id": org_id,
         "ts_config": settings.text_search_config,
         "query_nos": list(range(len(texts))),
-        **vector_params.many(vectors),
+        "embeddings": vector_params.many(vectors),
         "queries": list(texts),
     }
     if user_id is not None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, insert, select
+from sqlalchemy import ColumnElement, Select, bindparam, delete, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -184,7 +184,7 @@ async def insert_one(
             agent_id=scope.agent_id,
             mime_type=entry.mime_type,
             metadata=entry.metadata or {},
-            embedding=vector_params.value("embedding", embedding) if embedding is not None else None,
+            embedding=bindparam("embedding", vector_params.one(embedding), type_=vector_params.BinaryVector()),
             **{column: value for column, value in content.items() if value is not None},
         )
     )
@@ -209,8 +209,7 @@ def most_similar_statement(*, scope: Scope, embedding: Sequence[float], k: int, 
     exact search never misses a neighbour the way an approximate index can under a filter;
     the table has no HNSW index.
     """
-    # A scalar subquery is evaluated once; a bare cast of the parameter could be cast again per row.
-    query = select(vector_params.value("query_embedding", embedding)).scalar_subquery()
+    query = bindparam("query_embedding", vector_params.one(embedding), type_=vector_params.BinaryVector())
     score = (1 - c.embedding.cosine_distance(query)).label("score")
     stmt = (
         select(*_COLUMNS, score)

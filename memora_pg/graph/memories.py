@@ -67,7 +67,7 @@ async def insert_many(
     stmt = insert(memories)
     if searchable:
         stmt = stmt.values(
-            embedding=vector_params.param("embedding_values"),
+            embedding=bindparam("embedding_values", type_=vector_params.BinaryVector()),
             search_text=func.to_tsvector(cast(literal(text_search_config), REGCONFIG), bindparam("searchable_text")),
         )
     await conn.execute(
@@ -441,7 +441,7 @@ WITH old AS (
 )
 UPDATE {schema}.memories AS m
 SET memory = :memory,
-    embedding = CAST(CAST(:embedding AS real[]) AS vector),
+    embedding = CAST(:embedding AS vector),
     search_text = to_tsvector(CAST(:ts_config AS regconfig), :memory),
     metadata = CAST(:metadata AS jsonb)
 FROM old

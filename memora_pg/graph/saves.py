@@ -41,12 +41,13 @@ def save_sql(*, searchable: bool, audit: bool) -> str:
     """The statement for memories with or without their vectors, and with or without the audit row."""
     if searchable:
         vector_columns = ", embedding, search_text"
-        vector_values = """,
-           -- the n-th vector of :embeddings (see memora_pg.vector_params)
-           CAST((CAST(:embeddings AS real[]))[(given.n - 1) * :dimensions + 1 : given.n * :dimensions] AS vector),
-           to_tsvector(CAST(:ts_config AS regconfig), given.memory)"""
+        vector_values = ", given.embedding, to_tsvector(CAST(:ts_config AS regconfig), given.memory)"
+        given = """unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:embeddings AS vector[]))
+         WITH ORDINALITY AS given(memory_id, memory, embedding, n)"""
     else:
         vector_columns = vector_values = ""
+        given = """unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]))
+         WITH ORDINALITY AS given(memory_id, memory, n)"""
     audit_row = (
         """,
 audit AS (
@@ -81,7 +82,7 @@ new_memories AS (
     SELECT interaction.org_id, given.memory_id, :user_id, :agent_id, interaction.interaction_id, given.memory,
            :at{vector_values}
     FROM interaction,
-         unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[])) WITH ORDINALITY AS given(memory_id, memory, n)
+         {given}
     ORDER BY given.n
 ),
 sources AS (
@@ -138,7 +139,7 @@ async def save(
     }
     if searchable:
         params["ts_config"] = text_search_config
-        params.update(vector_params.many([item.embedding or () for item in items]))
+        params["embeddings"] = vector_params.many([item.embedding or () for item in items])
     if audit_method is not None:
         params["event_id"] = uuid.uuid4()
         params["method"] = audit_method

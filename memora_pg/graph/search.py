@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import Float, Integer, Select, Text, cast, column, func, literal, select, text, true
+from sqlalchemy import Float, Integer, Select, Text, bindparam, cast, column, func, literal, select, text, true
 from sqlalchemy.dialects.postgresql import REGCONFIG, TSQUERY
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -31,15 +31,10 @@ MEMORY_FIELDS = (
 )
 
 
-# One row per query vector: the query_no-th vector of :embeddings (see memora_pg.vector_params).
-# OFFSET 0 keeps the subquery from being flattened into the search, which would cast the
-# vector again for every row it is compared with.
+# One row per query vector, numbered from 0.
 QUERY_VECTORS = """
-SELECT query_no,
-       CAST((CAST(:embeddings AS real[]))[query_no * :dimensions + 1 : (query_no + 1) * :dimensions] AS vector)
-           AS embedding
-FROM generate_series(0, :queries - 1) AS query_no
-OFFSET 0
+SELECT given.n - 1 AS query_no, given.embedding
+FROM unnest(CAST(:embeddings AS vector[])) WITH ORDINALITY AS given(embedding, n)
 """
 
 
@@ -60,9 +55,8 @@ def _hits(query: ColumnElement[Any], *, org_id: str, where: ColumnElement[bool],
 def nearest_statement(*, org_id: str, where: ColumnElement[bool], k: int, exact: bool, queries: int) -> Select[Any]:
     """The statement of :func:`nearest` for ``queries`` query vectors; it takes :func:`query_vectors`' parameters."""
     if queries == 1:
-        # One query (every search): a plain select, with the vector cast once in a scalar subquery
-        # (an InitPlan); cheaper to build and to plan than the LATERAL join below.
-        query = select(vector_params.param("embeddings")).scalar_subquery()
+        # One query (every search): a plain select, cheaper to build and to plan than the LATERAL join below.
+        query = bindparam("embedding", type_=vector_params.BinaryVector())
         return _hits(query, org_id=org_id, where=where, k=k, exact=exact).add_columns(
             literal(0, Integer).label("query_no")
         )
@@ -77,7 +71,9 @@ def nearest_statement(*, org_id: str, where: ColumnElement[bool], k: int, exact:
 
 def query_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
     """The parameters of :func:`nearest_statement`: the query vectors."""
-    return {"queries": len(vectors), **vector_params.many(vectors)}
+    if len(vectors) == 1:
+        return {"embedding": vector_params.one(vectors[0])}
+    return {"embeddings": vector_params.many(vectors)}
 
 
 async def nearest(

@@ -36,11 +36,10 @@ new_memories AS (
     INSERT INTO {schema}.memories
         (org_id, memory_id, user_id, agent_id, memory, obtained_at, metadata, embedding, search_text)
     SELECT :org_id, given.memory_id, :user_id, :agent_id, given.memory, :at, CAST(given.metadata AS jsonb),
-           -- the n-th vector of :embeddings (see memora_pg.vector_params)
-           CAST((CAST(:embeddings AS real[]))[(given.n - 1) * :dimensions + 1 : given.n * :dimensions] AS vector),
-           to_tsvector(CAST(:ts_config AS regconfig), given.memory)
-    FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:metadata AS text[]))
-         WITH ORDINALITY AS given(memory_id, memory, metadata, n)
+           given.embedding, to_tsvector(CAST(:ts_config AS regconfig), given.memory)
+    FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:metadata AS text[]),
+                CAST(:embeddings AS vector[]))
+         WITH ORDINALITY AS given(memory_id, memory, metadata, embedding, n)
     ORDER BY given.n
 ),
 added AS (
@@ -101,7 +100,7 @@ async def write(
         "event_ids": [uuid.uuid4() for _ in items],
         "actor_ids": [value.get("actor_id") for value in metadata],
         "roles": [value.get("role") for value in metadata],
-        **vector_params.many([item.embedding or () for item in items]),
+        "embeddings": vector_params.many([item.embedding or () for item in items]),
     }
     template = WRITE
     if audit is not None:

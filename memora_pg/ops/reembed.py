@@ -249,12 +249,9 @@ LIMIT :limit
 
 # Written only where the row is still the version whose text was embedded, and still searchable.
 _WRITE = """
-UPDATE {schema}.{table} AS t
--- the n-th vector of :embeddings (see memora_pg.vector_params)
-SET embedding_next =
-    CAST((CAST(:embeddings AS real[]))[(given.n - 1) * :dimensions + 1 : given.n * :dimensions] AS vector)
-FROM unnest(CAST(:org_ids AS text[]), CAST(:row_ids AS uuid[]), CAST(:versions AS text[]))
-     WITH ORDINALITY AS given(org_id, row_id, version, n)
+UPDATE {schema}.{table} AS t SET embedding_next = given.embedding
+FROM unnest(CAST(:org_ids AS text[]), CAST(:row_ids AS uuid[]), CAST(:versions AS text[]),
+            CAST(:embeddings AS vector[])) AS given(org_id, row_id, version, embedding)
 WHERE t.org_id = given.org_id AND t.{key} = given.row_id
   AND t.xmin = CAST(given.version AS xid) AND t.embedding IS NOT NULL AND t.embedding_next IS NULL
 """
@@ -563,7 +560,7 @@ async def _fill_table(run: _Run, table: _VectorTable) -> None:
                     "org_ids": [row.org_id for row in rows],
                     "row_ids": [row.row_id for row in rows],
                     "versions": [row.version for row in rows],
-                    **vector_params.many(vectors),
+                    "embeddings": vector_params.many(vectors),
                 },
             )
         run.batches += 1

@@ -15,6 +15,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from memora_pg import vector_params
+from memora_pg.db import with_vector_codec
 from memora_pg.graph import memories
 from memora_pg.graph.search import nearest_statement, query_vectors
 from memora_pg.mem0.filters import compile_filters
@@ -62,6 +63,7 @@ def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
 
 async def _explain_core(engine: AsyncEngine, statement: Any, params: dict[str, Any] | None = None) -> str:
     async with engine.connect() as conn:
+        await with_vector_codec(conn)
         await conn.execute(text("SET hnsw.iterative_scan = relaxed_order"))
         scoped = await conn.execution_options(schema_translate_map={None: "memora"})
         return _plan_text((await scoped.execute(Explain(statement), params or {})).scalar())
@@ -69,6 +71,7 @@ async def _explain_core(engine: AsyncEngine, statement: Any, params: dict[str, A
 
 async def _explain(engine: AsyncEngine, statement: str, params: dict[str, Any]) -> str:
     async with engine.connect() as conn:
+        await with_vector_codec(conn)
         await conn.execute(text("SET hnsw.iterative_scan = relaxed_order"))
         result = await conn.execute(text("EXPLAIN (FORMAT JSON) " + statement.replace("{schema}", '"memora"')), params)
         return _plan_text(result.scalar())
@@ -117,7 +120,7 @@ def _search_params(user: bool) -> dict[str, Any]:
         "org_id": "org",
         "ts_config": "simple",
         "query_nos": [0],
-        **vector_params.many([[0.1] * DIMENSIONS]),
+        "embeddings": vector_params.many([[0.1] * DIMENSIONS]),
         "queries": ["memory number 7"],
     }
     if user:

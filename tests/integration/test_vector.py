@@ -5,10 +5,21 @@ from __future__ import annotations
 import uuid
 from enum import Enum
 
+import numpy as np
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import ConfigurationError, InvalidInputError, MemorySearchScope, NotFoundError, PostgresGraphDB, Settings
+from memora_pg import (
+    ConfigurationError,
+    InvalidInputError,
+    MemorySearchScope,
+    NotFoundError,
+    PostgresGraphDB,
+    Settings,
+    vector_params,
+)
+from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.vector import PgVectorDB
 from tests.integration.helpers import chat, payload, world
@@ -251,3 +262,33 @@ async def test_separately_built_store_on_the_same_database_is_native(database_ur
         await vector.close()
         await graph.close()
         await graph.close()
+
+
+async def test_a_callers_engine_gets_the_binary_vector_codec_once(database_url: str) -> None:
+    """The first transaction on a connection registers pgvector's binary codec; vectors then read as numpy arrays."""
+    engine = create_async_engine(database_url)
+    try:
+        store = PgVectorDB(engine, embedder=HashEmbedder(384))
+        await store.setup()
+        async with store.database.transaction() as conn:
+            assert conn.info["memora_pg_vector_codec"] is True
+            value = await conn.scalar(text("SELECT CAST(:v AS vector)"), {"v": vector_params.one([0.5, -1.0])})
+        assert isinstance(value, np.ndarray)
+        assert value.tolist() == [0.5, -1.0]
+    finally:
+        await engine.dispose()
+
+
+async def test_a_database_without_pgvector_marks_nothing(fresh_database: str) -> None:
+    """Before migrations install pgvector no codec is registered, and the next transaction tries again."""
+    engine = create_async_engine(fresh_database, pool_size=1, max_overflow=0)
+    database = Database(engine, settings=Settings())
+    try:
+        async with database.transaction() as conn:
+            assert "memora_pg_vector_codec" not in conn.info
+            await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        async with database.transaction() as conn:
+            assert conn.info["memora_pg_vector_codec"] is True
+    finally:
+        await database.close()
+        await engine.dispose()
