@@ -21,9 +21,9 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import numpy as np
-from pgvector import Vector
 
 from bench.load import SCHEMA
+from memora_pg import vector_params
 from memora_pg.graph import interactions, memories, saves
 from memora_pg.mem0 import new_memories
 
@@ -142,7 +142,7 @@ async def save_one(
         [],
         [],
         "simple",
-        [Vector(vector) for vector in vectors],
+        vector_params.many(vectors),
         uuid.uuid4(),
         "save_interaction_with_memories",
         json.dumps({"interaction_id": interaction_id, "memory_ids": [str(i) for i in ids]}),
@@ -176,7 +176,7 @@ async def add_one(
         ids,
         list(texts),
         ['{"role": "user"}'] * len(texts),
-        [Vector(vector) for vector in vectors],
+        vector_params.many(vectors),
         [uuid.uuid4() for _ in texts],
         [None] * len(texts),
         ["user"] * len(texts),

@@ -76,13 +76,15 @@ class Context:
     warmup: int
     figures: list[Figure] = field(default_factory=list)
     engines: list[AsyncEngine] = field(default_factory=list)
+    # Settings every store of the run gets (e.g. hnsw_ef_search for a sweep).
+    overrides: dict[str, Any] = field(default_factory=dict)
 
     @property
     def scale(self) -> str:
         return data.scale_label(self.layout.n)
 
     def settings(self, **values: Any) -> Settings:
-        return Settings(db_schema=SCHEMA, **values)
+        return Settings(db_schema=SCHEMA, **{**self.overrides, **values})
 
     def engine(self, connections: int) -> AsyncEngine:
         """The package's own engine (its defaults: statement cache, pre-ping) with ``connections`` connections."""

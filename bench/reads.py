@@ -368,6 +368,15 @@ async def org_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.C
     )
 
 
+async def org_hnsw_figure(ctx: Context) -> None:
+    """The organization-wide search alone, in hnsw mode, with the context's settings."""
+    raw = await connect(ctx.url)
+    try:
+        await org_search_figure(ctx, ctx.engine(1), "hnsw", raw)
+    finally:
+        await raw.close()
+
+
 async def filtered_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.Connection) -> Run:
     """mem0-style search under a metadata filter that keeps 1% of the user's rows."""
     queries = Queries(ctx, "filtered", _users(ctx))

@@ -50,7 +50,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="python of a venv with mem0ai installed; '' skips the mem0 comparison",
     )
     parser.add_argument(
-        "--only", choices=("all", "bulk"), default="all", help="'bulk': load, build and the bulk-import figure only"
+        "--only",
+        choices=("all", "bulk", "org"),
+        default="all",
+        help="'bulk': load, build and the bulk-import figure only; 'org': load, build and the organization-wide search",
+    )
+    parser.add_argument(
+        "--ef-search",
+        default="100",
+        help="comma-separated hnsw_ef_search values: the organization-wide search in hnsw mode runs once with each",
     )
     parser.add_argument("--note", default="", help="a line added under the header (e.g. 'the machine was shared')")
     return parser.parse_args(argv)
@@ -74,6 +82,10 @@ async def run_scale(server: Server, n: int, args: argparse.Namespace) -> list[Fi
         if args.only == "bulk":
             await bulk.bulk_figure(ctx, server, times, await load.build_hnsw(url))
             return ctx.figures
+        if args.only == "org":
+            await load.build_hnsw(url)
+            await org_sweep(ctx, args)
+            return ctx.figures
         await writes.save_figures(ctx, "exact")
         add_exact = await writes.add_figure(ctx, "exact")
         await reads.read_figures(ctx, "exact")
@@ -85,6 +97,7 @@ async def run_scale(server: Server, n: int, args: argparse.Namespace) -> list[Fi
         add_hnsw = await writes.add_figure(ctx, "hnsw")
         await writes.add_rate_figure(ctx, add_hnsw, add_exact)
         runs = await reads.read_figures(ctx, "hnsw")
+        await org_sweep(ctx, args, skip=ctx.settings().hnsw_ef_search)
 
         python = mem0_compare.available(args.mem0_python)
         if python:
@@ -102,6 +115,18 @@ async def run_scale(server: Server, n: int, args: argparse.Namespace) -> list[Fi
         await ctx.dispose()
         await server.drop_database(name)
     return ctx.figures
+
+
+async def org_sweep(ctx: Context, args: argparse.Namespace, *, skip: int | None = None) -> None:
+    """The organization-wide search in hnsw mode with each --ef-search value (recall against speed)."""
+    for ef in (int(value) for value in args.ef_search.split(",") if value.strip()):
+        if ef == skip:
+            continue
+        ctx.overrides["hnsw_ef_search"] = ef
+        try:
+            await reads.org_hnsw_figure(ctx)
+        finally:
+            ctx.overrides.pop("hnsw_ef_search")
 
 
 def growth_figures(figures: list[Figure]) -> list[Figure]:
@@ -158,6 +183,7 @@ async def main(argv: list[str] | None = None) -> list[Figure]:
         "",
         f"Command: `python -m bench.run --scale {args.scale} --iterations {args.iterations} "
         f"--warmup {args.warmup}{' --only ' + args.only if args.only != 'all' else ''}"
+        f"{' --ef-search ' + args.ef_search if args.ef_search != '100' else ''}"
         f"{' --out ' + str(args.out) if args.out else ''}`",
     ]
     if args.note:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from pgvector.asyncpg import register_vector
 from sqlalchemy.engine import make_url
+
+from memora_pg import vector_params
 
 
 def _encode_tsvector(value: Sequence[tuple[str, Sequence[int]]]) -> bytes:
@@ -36,9 +37,14 @@ def _decode_tsvector(data: bytes) -> bytes:
 
 
 async def connect(url: str) -> asyncpg.Connection:
-    """A raw asyncpg connection with pgvector's binary codec (what a hand-written baseline would use)."""
+    """A raw asyncpg connection with pgvector's binary codec (what a hand-written baseline would use).
+
+    The codec is memora_pg's own registration of it (``memora_pg.vector_params``): the same
+    binary format as pgvector-python's ``register_vector``, and it also takes the encoded bytes
+    memora_pg binds, so a statement memora_pg sent can be replayed here (EXPLAIN).
+    """
     conn = await asyncpg.connect(plain_url(url))
-    await register_vector(conn)
+    await vector_params.register(conn)
     await conn.set_type_codec(
         "tsvector", schema="pg_catalog", encoder=_encode_tsvector, decoder=_decode_tsvector, format="binary"
     )
