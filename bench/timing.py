@@ -55,14 +55,21 @@ class Run:
 
 
 async def interleaved(calls: Mapping[str, Call], *, iterations: int, warmup: int) -> dict[str, Run]:
-    """Warm every side up, then time them in turn, call ``i`` of each side after call ``i`` of the one before."""
+    """Warm every side up, then time them in turn: call ``i`` of every side, then call ``i + 1``.
+
+    The order of the sides rotates from one ``i`` to the next. Call ``i`` of every side often
+    reads the same rows (the same user): the side that goes first reads them from cold CPU caches
+    and the ones after it from warm ones, so a fixed order would favour the sides listed last.
+    """
+    names = list(calls)
     for i in range(warmup):
         for call in calls.values():
             await call(i)
     runs = {name: Run() for name in calls}
     for i in range(warmup, warmup + iterations):
-        for name, call in calls.items():
-            elapsed, result = await timed(call, i)
+        turn = i % len(names)
+        for name in names[turn:] + names[:turn]:
+            elapsed, result = await timed(calls[name], i)
             runs[name].sample.seconds.append(elapsed)
             runs[name].results.append(result)
     return runs
