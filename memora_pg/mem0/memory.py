@@ -325,10 +325,7 @@ class AsyncMemory:
         """New memories of the scope, their ADD events, the collection and user rows they need, and the
         call's audit row when ``audited`` is given: one statement."""
         if not items:
-            if audited is not None:
-                await self._db.audit(
-                    conn, org_id=self.org_id, method=audited.method, user_id=audited.user_id, ids=audited.ids
-                )
+            await self._record(conn, audited)
             return
         await new_memories.write(
             conn,
@@ -359,7 +356,9 @@ class AsyncMemory:
         self, conn: AsyncConnection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
     ) -> None:
         """One audit row per public call, in its transaction."""
-        audited = self._audited(method, user_id, results)
+        await self._record(conn, self._audited(method, user_id, results))
+
+    async def _record(self, conn: AsyncConnection, audited: new_memories.Audit | None) -> None:
         if audited is not None:
             await self._db.audit(
                 conn, org_id=self.org_id, method=audited.method, user_id=audited.user_id, ids=audited.ids
