@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -24,8 +24,7 @@ import numpy as np
 
 from bench.load import SCHEMA
 from memora_pg import vector_params
-from memora_pg.graph import interactions, memories, saves
-from memora_pg.mem0 import new_memories
+from memora_pg.graph import interactions, saves, versions
 
 S = f'"{SCHEMA}"'
 
@@ -62,8 +61,14 @@ INSERT_AUDIT = (
 )
 SAVE_STATEMENTS = 5
 ADD_STATEMENTS = 5
-SAVE_ONE = saves.save_sql(searchable=True, audit=True)
-ADD_ONE = new_memories.WRITE + new_memories.AUDIT + new_memories.RESULT
+# The parameter names of the one-statement save and add, in the order the raw side passes them.
+_EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+SAVE_NAMES = list(
+    saves.save(
+        org_id="", user_id="", agent_id="", interaction_id="", at=_EPOCH, messages=[], items=[], audited=None
+    ).params
+)
+ADD_NAMES = list(saves.add(org_id="", collection="", user_id="", agent_id="", at=_EPOCH, items=[], audited=None).params)
 
 
 async def save(
@@ -126,27 +131,30 @@ async def save_one(
     """save_interaction_with_memories as memora_pg sends it: one statement, no transaction block."""
     interaction_id = uuid.uuid4().hex[:22]
     ids = [uuid.uuid4() for _ in texts]
-    row = await conn.fetchrow(
-        _SAVE_ONE,
-        org_id,
-        user_id,
-        agent_id,
-        interaction_id,
-        at,
-        [role for role, _ in messages],
-        [content for _, content in messages],
-        ids,
-        list(texts),
-        ids,
-        list(positions),
-        [],
-        [],
-        "simple",
-        vector_params.many(vectors),
-        uuid.uuid4(),
-        "save_interaction_with_memories",
-        json.dumps({"interaction_id": interaction_id, "memory_ids": [str(i) for i in ids]}),
-    )
+    values = {
+        "org_id": org_id,
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "interaction_id": interaction_id,
+        "at": at,
+        "roles": [role for role, _ in messages],
+        "contents": [content for _, content in messages],
+        "memory_ids": ids,
+        "memories": list(texts),
+        "metadata": [None] * len(ids),
+        "embeddings": vector_params.many(vectors),
+        "source_memory_ids": ids,
+        "source_positions": list(positions),
+        "new_ids": [],
+        "old_ids": [],
+        "audited": True,
+        "audit_event_id": uuid.uuid4(),
+        "audit_user_id": user_id,
+        "audit_agent_id": agent_id,
+        "audit_method": "save_interaction_with_memories",
+        "audit_ids": json.dumps({"interaction_id": interaction_id, "memory_ids": [str(i) for i in ids]}),
+    }
+    row = await conn.fetchrow(_SAVE_ONE, *[values[name] for name in SAVE_NAMES])
     assert row["user_exists"]
     assert row["agent_exists"]
     return interaction_id
@@ -164,27 +172,31 @@ async def add_one(
 ) -> list[uuid.UUID]:
     """The mem0-style add(infer=False) as memora_pg sends it: one statement, no transaction block."""
     ids = [uuid.uuid4() for _ in texts]
-    await conn.execute(
-        _ADD_ONE,
-        org_id,
-        collection,
-        user_id,
-        user_id,
-        "",
-        at,
-        "simple",
-        ids,
-        list(texts),
-        ['{"role": "user"}'] * len(texts),
-        vector_params.many(vectors),
-        [uuid.uuid4() for _ in texts],
-        [None] * len(texts),
-        ["user"] * len(texts),
-        uuid.uuid4(),
-        user_id,
-        "mem0.add",
-        json.dumps({"memories": [{"id": str(i), "event": "ADD"} for i in ids]}),
-    )
+    values = {
+        "org_id": org_id,
+        "user_id": user_id,
+        "agent_id": "",
+        "interaction_id": None,
+        "at": at,
+        "collection": collection,
+        "user_name": user_id,
+        "memory_ids": ids,
+        "memories": list(texts),
+        "metadata": ['{"role": "user"}'] * len(texts),
+        "embeddings": vector_params.many(vectors),
+        "source_memory_ids": [],
+        "source_positions": [],
+        "event_ids": [uuid.uuid4() for _ in texts],
+        "actor_ids": [None] * len(texts),
+        "roles": ["user"] * len(texts),
+        "audited": True,
+        "audit_event_id": uuid.uuid4(),
+        "audit_user_id": user_id,
+        "audit_agent_id": None,
+        "audit_method": "mem0.add",
+        "audit_ids": json.dumps({"memories": [{"id": str(i), "event": "ADD"} for i in ids]}),
+    }
+    await conn.execute(_ADD_ONE, *[values[name] for name in ADD_NAMES])
     return ids
 
 
@@ -239,23 +251,12 @@ def _positional(template: str, names: Sequence[str]) -> str:
     return sql
 
 
-_SAVE_ONE = _positional(
-    SAVE_ONE,
-    [
-        "org_id", "user_id", "agent_id", "interaction_id", "at", "roles", "contents", "memory_ids", "memories",
-        "source_memory_ids", "source_positions", "new_ids", "old_ids", "ts_config", "embeddings",
-        "event_id", "method", "audit_ids",
-    ],
-)  # fmt: skip
-_ADD_ONE = _positional(
-    ADD_ONE,
-    [
-        "org_id", "collection", "user_id", "user_name", "agent_id", "at", "ts_config", "memory_ids", "memories",
-        "metadata", "embeddings", "event_ids", "actor_ids", "roles", "audit_event_id",
-        "audit_user_id", "audit_method", "audit_ids",
-    ],
-)  # fmt: skip
-RESOLVE = _positional(memories.RESOLVE, ["batches", "positions", "org_ids", "user_ids", "memory_ids"])
+# memora_pg passes a save's and an add's parameters by name; the raw side passes those each statement uses.
+SAVE_NAMES = [name for name in SAVE_NAMES if f":{name}" in saves.SAVE]
+ADD_NAMES = [name for name in ADD_NAMES if f":{name}" in saves.ADD]
+_SAVE_ONE = _positional(saves.SAVE, SAVE_NAMES)
+_ADD_ONE = _positional(saves.ADD, ADD_NAMES)
+RESOLVE = _positional(versions.RESOLVE, ["batches", "positions", "org_ids", "user_ids", "memory_ids"])
 PAGE = _positional(interactions.PAGE, ["org_id", "user_id", "with_messages", "with_memories", "skip", "limit"])
 
 

@@ -15,7 +15,6 @@ from memora_pg.errors import (
     MemoraPGError,
     NotFoundError,
 )
-from memora_pg.graph.store import PostgresGraphDB
 from memora_pg.mem0 import AsyncMemory, Memory, MemoryConfig
 from memora_pg.models import (
     Agent,
@@ -27,6 +26,7 @@ from memora_pg.models import (
     Organization,
     User,
 )
+from memora_pg.store import PostgresGraphDB
 from memora_pg.vector import PgVectorDB
 
 # ``Memory`` is the mem0-style API (as the seed names it); the Memora contract's memory model is

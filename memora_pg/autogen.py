@@ -22,15 +22,14 @@ from enum import Enum
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_serializer
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.config import Settings
 from memora_pg.db import Database
-from memora_pg.embeddings import Embedder, default_embedder, embed_checked
+from memora_pg.embeddings import Embedder, default_embedder, dimensions_for_new_database, embed_checked
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import contents
+from memora_pg.graph import audit, autogen_contents
 from memora_pg.graph.validate import no_nul
-from memora_pg.vector import dimensions_for_new_database
 
 
 class ModelContext(Protocol):
@@ -192,6 +191,8 @@ class ListMemory(Memory):
 
 # -- PostgresMemory: validation and conversion -------------------------------------------------
 
+# The foreign key from an entry to its user (schema.NAMING_CONVENTION).
+USER_KEY = "fk_autogen_contents_org_id_user_id_users"
 DEFAULT_ORG_ID = "default"
 DEFAULT_ORG_NAME = "default"
 MAX_K = 1_000
@@ -231,21 +232,21 @@ def _mismatch(mime_type: str, kind: str, content: object) -> InvalidInputError:
     )
 
 
-def to_entry(content: object) -> tuple[contents.NewContent, str | None]:
+def to_entry(content: object) -> tuple[autogen_contents.NewContent, str | None]:
     """Validate a MemoryContent; return the entry to store and the text to embed (None: not searchable)."""
     if not isinstance(content, MemoryContent):
         raise InvalidInputError(f"Memory content must be a MemoryContent, not {type(content).__name__}.")
     mime_type = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else content.mime_type
-    kind = contents.mime_kind(mime_type)
+    kind = autogen_contents.mime_kind(mime_type)
     metadata = content.metadata
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidInputError(f"`metadata` must be a dict or None, not {type(metadata).__name__}.")
-    stored_metadata = json.loads(contents.canonical_json(metadata, "`metadata`")) if metadata else None
+    stored_metadata = json.loads(autogen_contents.canonical_json(metadata, "`metadata`")) if metadata else None
     value = content.content
     if isinstance(value, str):
         if kind == "text":
-            text = contents.check_text(value)
-            return contents.NewContent(mime_type=mime_type, text=text, metadata=stored_metadata), text
+            text = autogen_contents.check_text(value)
+            return autogen_contents.NewContent(mime_type=mime_type, text=text, metadata=stored_metadata), text
         if kind != "json":
             raise _mismatch(mime_type, kind, value)
         # A str with the JSON mime type is accepted when it holds a JSON object, and stored as one.
@@ -258,18 +259,18 @@ def to_entry(content: object) -> tuple[contents.NewContent, str | None]:
     if isinstance(value, dict):
         if kind != "json":
             raise _mismatch(mime_type, kind, value)
-        text = contents.canonical_json(value, "JSON content")
-        return contents.NewContent(mime_type=mime_type, json=json.loads(text), metadata=stored_metadata), text
+        text = autogen_contents.canonical_json(value, "JSON content")
+        return autogen_contents.NewContent(mime_type=mime_type, json=json.loads(text), metadata=stored_metadata), text
     if isinstance(value, bytes | bytearray):
         if kind in ("text", "json"):
             raise _mismatch(mime_type, kind, value)
-        data = contents.check_bytes(bytes(value))
-        return contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
+        data = autogen_contents.check_bytes(bytes(value))
+        return autogen_contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
     if AUTOGEN_CORE and isinstance(value, Image):
         if kind != "image":
             raise _mismatch(mime_type, kind, value)
-        data = contents.check_bytes(base64.b64decode(value.to_base64()))  # PNG
-        return contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
+        data = autogen_contents.check_bytes(base64.b64decode(value.to_base64()))  # PNG
+        return autogen_contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
     raise InvalidInputError(
         f"Unsupported content type {type(value).__name__}: use str (text, markdown), dict (JSON), bytes or an Image."
     )
@@ -291,7 +292,7 @@ def _bytes_out(data: bytes, mime_type: str) -> bytes | Image:
     return data
 
 
-def to_memory_content(stored: contents.StoredContent) -> MemoryContent:
+def to_memory_content(stored: autogen_contents.StoredContent) -> MemoryContent:
     """The entry as the protocol's MemoryContent, with its original Python type restored."""
     value: str | bytes | dict[str, Any] | Image
     if stored.text is not None:
@@ -399,7 +400,7 @@ class PostgresMemory(Memory):
         if engine is not None and not isinstance(engine, AsyncEngine):
             raise InvalidInputError("`engine` must be a SQLAlchemy AsyncEngine.")
         self._db = Database(database_url if database_url is not None else engine, settings=settings or Settings())
-        self._scope = contents.Scope(
+        self._scope = autogen_contents.Scope(
             org_id=_optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
             namespace=name,
             user_id=_optional_id(user_id, "user_id"),
@@ -450,7 +451,9 @@ class PostgresMemory(Memory):
 
     async def setup(self) -> None:
         """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension."""
-        await self._db.migrate(dimensions_for_new_database(lambda: self.embedder, self._db.settings))
+        await self._db.migrate(
+            dimensions_for_new_database(lambda: self.embedder, self._db.settings.embedding_dimensions)
+        )
         await self.check_dimensions()
 
     async def check_dimensions(self) -> int:
@@ -468,7 +471,7 @@ class PostgresMemory(Memory):
         entry, text = to_entry(content)
         await _cancellable(cancellation_token, self._add(entry, text))
 
-    async def _add(self, entry: contents.NewContent, text: str | None) -> None:
+    async def _add(self, entry: autogen_contents.NewContent, text: str | None) -> None:
         embedding = None
         if text is not None:
             await self.check_dimensions()
@@ -476,21 +479,26 @@ class PostgresMemory(Memory):
         try:
             async with self._db.transaction(org_id=self._scope.org_id) as conn:
                 if self._creates_org:
-                    await contents.ensure_organization(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
-                content_id = await contents.insert_one(conn, scope=self._scope, entry=entry, embedding=embedding)
-                await self._db.audit(
+                    await autogen_contents.ensure_organization(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
+                content_id = await autogen_contents.insert_one(
+                    conn, scope=self._scope, entry=entry, embedding=embedding
+                )
+                await self._audit(
                     conn,
-                    org_id=self._scope.org_id,
                     method="autogen.add",
-                    user_id=self._scope.user_id,
-                    agent_id=self._scope.agent_id,
                     ids={"namespace": self._scope.namespace, "content_id": str(content_id)},
                 )
         except NotFoundError as error:
-            missing = f"Organization {self.org_id!r}"
-            if self.user_id is not None:
-                missing += f" or its user {self.user_id!r}"
-            raise NotFoundError(f"{missing} does not exist.") from error
+            if error.constraint_name == USER_KEY:
+                raise NotFoundError(f"User {self.user_id!r} of organization {self.org_id!r} does not exist.") from error
+            raise NotFoundError(f"Organization {self.org_id!r} does not exist.") from error
+
+    async def _audit(self, conn: AsyncConnection, *, method: str, **fields: Any) -> None:
+        """The call's audit row, in its transaction (unless auditing is off)."""
+        entry = audit.entry(
+            self._db.settings.audit, method, user_id=self._scope.user_id, agent_id=self._scope.agent_id, **fields
+        )
+        await audit.record(conn, org_id=self._scope.org_id, audited=entry)
 
     async def query(
         self, query: str | MemoryContent, cancellation_token: CancellationToken | None = None, **kwargs: Any
@@ -506,7 +514,7 @@ class PostgresMemory(Memory):
         k = _check_k(kwargs.get("k", self._k))
         threshold = _check_threshold(kwargs.get("score_threshold", self._score_threshold))
         if isinstance(query, str):
-            text = contents.check_text(query, "The query")
+            text = autogen_contents.check_text(query, "The query")
         else:
             _, embeddable = to_entry(query)
             if embeddable is None:
@@ -520,7 +528,9 @@ class PostgresMemory(Memory):
         await self.check_dimensions()
         [embedding] = await embed_checked(self.embedder, [text], query=True)
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
-            found = await contents.most_similar(conn, scope=self._scope, embedding=embedding, k=k, min_score=threshold)
+            found = await autogen_contents.most_similar(
+                conn, scope=self._scope, embedding=embedding, k=k, min_score=threshold
+            )
         return MemoryQueryResult(results=[to_memory_content(entry) for entry in found])
 
     async def update_context(self, model_context: ModelContext) -> UpdateContextResult:
@@ -533,7 +543,7 @@ class PostgresMemory(Memory):
         """
         messages = await model_context.get_messages()
         text = next((t for t in map(_message_text, reversed(messages)) if t is not None), None)
-        query = (text or "").replace("\x00", "")[: contents.MAX_TEXT_CHARS]
+        query = (text or "").replace("\x00", "")[: autogen_contents.MAX_TEXT_CHARS]
         if not query.strip():
             return UpdateContextResult(memories=MemoryQueryResult(results=[]))
         found = await self.query(query)
@@ -547,13 +557,10 @@ class PostgresMemory(Memory):
     async def clear(self) -> None:
         """Delete this memory's entries (its namespace and scope only), in one transaction."""
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
-            if await contents.clear(conn, scope=self._scope):
-                await self._db.audit(
+            if await autogen_contents.clear(conn, scope=self._scope):
+                await self._audit(
                     conn,
-                    org_id=self._scope.org_id,
                     method="autogen.clear",
-                    user_id=self._scope.user_id,
-                    agent_id=self._scope.agent_id,
                     ids={"namespace": self._scope.namespace},
                 )
 
@@ -561,5 +568,5 @@ class PostgresMemory(Memory):
     async def list(self) -> builtins.list[MemoryContent]:
         """Every entry of this memory, searchable or not, oldest first (the only way to read bytes and images)."""
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
-            found = await contents.list_all(conn, scope=self._scope)
+            found = await autogen_contents.list_all(conn, scope=self._scope)
         return [to_memory_content(entry) for entry in found]

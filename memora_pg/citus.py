@@ -155,14 +155,16 @@ WHERE n.nspname = :schema AND s.relkind = 'S'
   AND (owner.refobjid IS NULL OR q.seqtypid <> 'bigint'::regtype)
 """
 
-# Functions would have to be distributed one by one; user triggers run only on the coordinator.
+# Functions that read or write tables would have to be distributed one by one; immutable ones
+# (the full-text rule of migration 0006) are pure, and Citus copies them to every node with the
+# objects that depend on them. User triggers run only on the coordinator.
 _CODE = """
 SELECT p.proname AS relation, 'function' AS rule,
        format('%s %s(%s) lives in the schema', CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END,
               p.proname, pg_get_function_identity_arguments(p.oid)) AS detail
 FROM pg_proc AS p
 JOIN pg_namespace AS n ON n.oid = p.pronamespace
-WHERE n.nspname = :schema
+WHERE n.nspname = :schema AND NOT (p.prokind = 'f' AND p.provolatile = 'i')
 UNION ALL
 SELECT c.relname, 'trigger', format('trigger %s', t.tgname)
 FROM pg_trigger AS t

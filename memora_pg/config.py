@@ -95,7 +95,13 @@ class Settings(BaseSettings):
         "A build whose graph does not fit spills to disk and takes several times longer; 1M memories of 384 "
         "dimensions need about 2GB.",
     )
-    text_search_config: str = Field(default="simple", description="Full-text configuration of the lexical arm.")
+    text_search_config: str | None = Field(
+        default=None,
+        description="Text-search configuration of the lexical arm (stemming, stop words) on a new database; "
+        "unset: 'english'. An existing database keeps the one it was written with (the schema's "
+        "search_config()); set to another, searches and writes are a ConfigurationError until "
+        "'memora-pg text-search CONFIG' rewrites the database.",
+    )
     search_mode: Literal["hybrid", "dense"] = "hybrid"
     row_level_security: bool = Field(
         default=False,
@@ -117,8 +123,8 @@ class Settings(BaseSettings):
 
     @field_validator("db_schema", "text_search_config")
     @classmethod
-    def _plain_identifier(cls, value: str) -> str:
-        if not _IDENTIFIER.match(value):
+    def _plain_identifier(cls, value: str | None) -> str | None:
+        if value is not None and not _IDENTIFIER.match(value):
             raise ValueError(f"{value!r} is not a plain lower-case SQL identifier")
         return value
 

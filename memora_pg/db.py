@@ -13,29 +13,40 @@ primary for a block of code that must read its own writes.
 from __future__ import annotations
 
 import asyncio
-import json
+import random
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import SecretStr
-from sqlalchemy import TextClause, event, text
+from sqlalchemy import event, text
 from sqlalchemy import exc as sa_exc
 
 try:  # SQLAlchemy 2.1
     from sqlalchemy.util.concurrency import await_ as _await
 except ImportError:  # SQLAlchemy 2.0
     from sqlalchemy.util.concurrency import await_only as _await  # type: ignore[no-redef,unused-ignore]
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Row, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from memora_pg import embedded, vector_params
 from memora_pg.config import Settings
-from memora_pg.errors import ConfigurationError, DatabaseError, database_errors
+from memora_pg.errors import (
+    ConfigurationError,
+    DatabaseError,
+    TransientDatabaseError,
+    database_errors,
+    sqlstate_of,
+)
+from memora_pg.statements import Statement, run
+
+T = TypeVar("T")
+
+# Attempts of a transaction that lost a race (see Database.retrying).
+RETRIES = 3
 
 # SQLSTATE 25006: a write on a hot standby, or in a transaction that is READ ONLY.
 READ_ONLY_SQL_TRANSACTION = "25006"
@@ -210,7 +221,7 @@ def deployment_errors(engine: AsyncEngine) -> Iterator[None]:
                 "for less time."
             ) from error
         except sa_exc.DBAPIError as error:
-            if _sqlstate(error) == READ_ONLY_SQL_TRANSACTION:
+            if sqlstate_of(error) == READ_ONLY_SQL_TRANSACTION:
                 raise ConfigurationError(
                     "The database refused a write because it is read-only (SQLSTATE 25006): writes need the "
                     "primary. Check that MEMORA_PG_DATABASE_URL names the primary, not a replica "
@@ -225,14 +236,6 @@ def _pool_status(engine: AsyncEngine) -> str:
         return pool.status()
     except NotImplementedError:  # pragma: no cover - every pool that can time out reports its status
         return type(pool).__name__
-
-
-def _sqlstate(error: sa_exc.DBAPIError) -> str | None:
-    for candidate in (error.orig, getattr(error.orig, "__cause__", None)):
-        code = getattr(candidate, "sqlstate", None)
-        if isinstance(code, str):
-            return code
-    return None
 
 
 _VECTOR_CODEC = "memora_pg_vector_codec"
@@ -343,7 +346,7 @@ class Database:
 
     @asynccontextmanager
     async def transaction(
-        self, *, read_only: bool = False, org_id: str | None = None, one_statement: bool = False
+        self, *, read_only: bool = False, org_id: str | None = None
     ) -> AsyncIterator[AsyncConnection]:
         """One transaction on a pooled connection; driver errors come out as the package's errors.
 
@@ -353,42 +356,50 @@ class Database:
         With ``row_level_security`` on, the transaction is scoped to ``org_id`` (``SET LOCAL``
         through ``set_config(..., true)``): the database's policies then show and accept only
         that organization's rows, and nothing at all when no organization is given.
-
-        ``one_statement=True`` promises that the block sends exactly one statement. It then runs
-        in autocommit mode, as its own implicit transaction: PostgreSQL makes a single statement
-        just as atomic, and the two round trips of BEGIN and COMMIT are saved. Row-level security
-        needs a real transaction (its tenant setting lasts for one), so with it on the block runs
-        in one as usual.
         """
         engine = await (self.read_engine() if read_only else self.engine())
-        if one_statement and not self.settings.row_level_security:
-            with deployment_errors(engine):
-                async with engine.connect() as conn:
-                    await with_vector_codec(conn)
-                    await conn.execution_options(isolation_level="AUTOCOMMIT")
-                    yield conn
-            return
         async with unit_of_work(engine) as conn:
             await with_vector_codec(conn)
             if self.settings.row_level_security:
                 await conn.execute(TENANT, {"org_id": org_id or ""})
             yield conn
 
-    async def audit(
-        self,
-        conn: AsyncConnection,
-        *,
-        org_id: str,
-        method: str,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        ids: dict[str, Any] | None = None,
-    ) -> None:
-        """Record a mutation in the audit log, in the caller's transaction (unless auditing is off)."""
-        if self.settings.audit:
-            from memora_pg.graph import audit
+    async def execute_one(
+        self, statement: Statement, *, read_only: bool = False, org_id: str | None = None
+    ) -> Sequence[Row[Any]]:
+        """Run one statement as its own transaction and return its rows; run again when it lost a race.
 
-            await audit.record(conn, org_id=org_id, method=method, user_id=user_id, agent_id=agent_id, ids=ids)
+        A single statement is as atomic as a transaction, so it runs in autocommit mode and the
+        two round trips of BEGIN and COMMIT are saved. Row-level security needs a real
+        transaction (its tenant setting lasts for one), so with it on the statement runs in one.
+        """
+        if self.settings.row_level_security:
+            return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
+
+        async def attempt() -> Sequence[Row[Any]]:
+            engine = await (self.read_engine() if read_only else self.engine())
+            with deployment_errors(engine):
+                async with engine.connect() as conn:
+                    await with_vector_codec(conn)
+                    await conn.execution_options(isolation_level="AUTOCOMMIT")
+                    return await run(conn, statement)
+
+        return await _again_after_lost_races(attempt)
+
+    async def retrying(
+        self, work: Callable[[AsyncConnection], Awaitable[T]], *, read_only: bool = False, org_id: str | None = None
+    ) -> T:
+        """``work`` in one transaction, run again (in a new transaction) when it lost a race.
+
+        Only the transaction runs again, never what the caller did before it (embedding, model
+        calls): compute those first, then pass the transaction's work here.
+        """
+
+        async def attempt() -> T:
+            async with self.transaction(read_only=read_only, org_id=org_id) as conn:
+                return await work(conn)
+
+        return await _again_after_lost_races(attempt)
 
     async def migrate(self, dimensions: int | None = None) -> None:
         """Bring the schema to head; on a new database the vector columns get ``dimensions``."""
@@ -437,20 +448,21 @@ class Database:
             await self._raw.dispose()
 
 
-@lru_cache(maxsize=512)
-def _in_schema(template: str, schema: str) -> TextClause:
-    return text(template.replace("{schema}", f'"{schema}"'))
+async def _again_after_lost_races(attempt: Callable[[], Awaitable[T]]) -> T:
+    """``attempt()``, run up to RETRIES times while it loses races.
 
-
-def sql(conn: AsyncConnection, template: str) -> TextClause:
-    """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
-    schema = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
-    return _in_schema(template, schema)
+    Concurrent writers that touch the same chains in different orders can deadlock under READ
+    COMMITTED; PostgreSQL then aborts one of them (SQLSTATE 40P01, or 40001) and rolls its
+    transaction back, so running it again never doubles a write.
+    """
+    for attempt_no in range(RETRIES):
+        try:
+            return await attempt()
+        except TransientDatabaseError:
+            if attempt_no == RETRIES - 1:
+                raise
+            await asyncio.sleep(random.uniform(0.01, 0.05) * (attempt_no + 1))  # noqa: S311 - jitter, not secrets
+    raise AssertionError("unreachable")
 
 
 TENANT = text("SELECT set_config('memora.org_id', :org_id, true)")
-
-
-def from_json(value: Any) -> Any:
-    """A json column's value: asyncpg through SQLAlchemy decodes it already, other drivers may not."""
-    return json.loads(value) if isinstance(value, str | bytes) else value

@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 
 from memora_pg.config import Settings
 from memora_pg.contract import MemorySearchScope
-from memora_pg.graph.store import PostgresGraphDB
 from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
+from memora_pg.store import PostgresGraphDB
 
 
 def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

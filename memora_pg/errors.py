@@ -25,7 +25,15 @@ from sqlalchemy import exc as sa_exc
 
 
 class MemoraPGError(Exception):
-    """Base class of every error memora_pg raises on purpose."""
+    """Base class of every error memora_pg raises on purpose.
+
+    An error translated from the database carries the driver's ``sqlstate`` and, for a
+    constraint violation, the violated ``constraint_name`` (both None otherwise), so callers
+    can tell which key failed without reading message text.
+    """
+
+    sqlstate: str | None = None
+    constraint_name: str | None = None
 
 
 class InvalidInputError(MemoraPGError, ValueError, TypeError):
@@ -67,34 +75,54 @@ class TransientDatabaseError(DatabaseError):
 # SQLSTATE classes and codes, see https://www.postgresql.org/docs/current/errcodes-appendix.html
 _UNIQUE_VIOLATION = "23505"
 _FOREIGN_KEY_VIOLATION = "23503"
+# data exceptions: bad encoding, NUL bytes, value out of range
 _INVALID_INPUT_CLASSES = ("22",)
-_RETRYABLE = (
-    "40001",
-    "40P01",
-)  # serialization_failure, deadlock_detected  # data exceptions: bad encoding, NUL bytes, value out of range
+# serialization_failure, deadlock_detected
+_RETRYABLE = ("40001", "40P01")
 
 
-def _sqlstate(error: BaseException) -> str | None:
-    orig = getattr(error, "orig", None)
-    for candidate in (orig, getattr(orig, "__cause__", None)):
+def _driver_errors(error: BaseException) -> tuple[object, ...]:
+    """The driver's exception behind ``error`` (SQLAlchemy wraps asyncpg's, which may wrap another)."""
+    orig = getattr(error, "orig", error)
+    return (orig, getattr(orig, "__cause__", None))
+
+
+def sqlstate_of(error: BaseException) -> str | None:
+    """The SQLSTATE of a driver error (wrapped by SQLAlchemy or not), or of a translated one."""
+    if isinstance(error, MemoraPGError):
+        return error.sqlstate
+    for candidate in _driver_errors(error):
         code = getattr(candidate, "sqlstate", None) or getattr(candidate, "pgcode", None)
         if isinstance(code, str):
             return code
     return None
 
 
+def _constraint_name(error: BaseException) -> str | None:
+    for candidate in _driver_errors(error):
+        name = getattr(candidate, "constraint_name", None)
+        if isinstance(name, str):
+            return name
+    return None
+
+
 def translate(error: sa_exc.DBAPIError) -> MemoraPGError:
     """Map a driver error to the package's family, by SQLSTATE and never by message text."""
-    code = _sqlstate(error)
+    code = sqlstate_of(error)
+    translated: MemoraPGError
     if code == _UNIQUE_VIOLATION:
-        return AlreadyExistsError("A record with that key already exists.")
-    if code == _FOREIGN_KEY_VIOLATION:
-        return NotFoundError("A record this write refers to does not exist.")
-    if code is not None and code.startswith(_INVALID_INPUT_CLASSES):
-        return InvalidInputError(f"The database refused a value (SQLSTATE {code}).")
-    if code in _RETRYABLE:
-        return TransientDatabaseError(f"The transaction lost a race and was rolled back (SQLSTATE {code}).")
-    return DatabaseError(f"The database call failed (SQLSTATE {code or 'unknown'}): {error.orig!r}")
+        translated = AlreadyExistsError("A record with that key already exists.")
+    elif code == _FOREIGN_KEY_VIOLATION:
+        translated = NotFoundError("A record this write refers to does not exist.")
+    elif code is not None and code.startswith(_INVALID_INPUT_CLASSES):
+        translated = InvalidInputError(f"The database refused a value (SQLSTATE {code}).")
+    elif code in _RETRYABLE:
+        translated = TransientDatabaseError(f"The transaction lost a race and was rolled back (SQLSTATE {code}).")
+    else:
+        translated = DatabaseError(f"The database call failed (SQLSTATE {code or 'unknown'}): {error.orig!r}")
+    translated.sqlstate = code
+    translated.constraint_name = _constraint_name(error)
+    return translated
 
 
 @contextmanager

@@ -32,6 +32,8 @@ class MigrationOptions:
     dimensions: int = 384
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
+    # The text-search configuration of a new database; None: migration 0006 decides.
+    text_search_config: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, dimensions: int | None = None) -> MigrationOptions:
@@ -40,6 +42,7 @@ class MigrationOptions:
             dimensions=dimensions or settings.embedding_dimensions,
             hnsw_m=settings.hnsw_m,
             hnsw_ef_construction=settings.hnsw_ef_construction,
+            text_search_config=settings.text_search_config,
         )
 
 

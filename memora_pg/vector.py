@@ -21,37 +21,27 @@ exist.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import vector_params
 from memora_pg.config import Settings
 from memora_pg.contract import BaseVectorDB, MemorySearchScope
-from memora_pg.db import Database, sql
-from memora_pg.embeddings import Embedder, default_embedder, embed_checked
-from memora_pg.errors import EmbeddingError, InvalidInputError, NotFoundError
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder, default_embedder, dimensions_for_new_database, embed_checked
+from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.graph import audit, memories, saves
 from memora_pg.graph import validate as check
+from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.search import search
+from memora_pg.ids import parse_memory_id
 from memora_pg.models import Memory, as_utc
 
-DENSE_CANDIDATES = 12
-LEXICAL_CANDIDATES = 12
-MIN_SIMILARITY = 0.4
-MIN_FUSED_SCORE = 0.35
-TOP_K = 10
 MAX_QUERIES = 100
-
-
-def dimensions_for_new_database(embedder: Callable[[], Embedder], settings: Settings) -> int:
-    """The embedder's dimension; the configured one when the default embedder is not installed."""
-    try:
-        return embedder().dimensions
-    except EmbeddingError:
-        return settings.embedding_dimensions
+# The foreign key from a memory to its user (schema.NAMING_CONVENTION).
+USER_KEY = "fk_memories_org_id_user_id_users"
 
 
 def scope_value(scope: object) -> str:
@@ -104,7 +94,7 @@ class PgVectorDB(BaseVectorDB):
 
     def new_database_dimensions(self) -> int:
         """The vector dimension a new database gets: the embedder's, or the configured one."""
-        return dimensions_for_new_database(lambda: self.embedder, self._db.settings)
+        return dimensions_for_new_database(lambda: self.embedder, self._db.settings.embedding_dimensions)
 
     async def setup(self, *args: Any, **kwargs: Any) -> None:
         """Bring the schema to head (the vector column gets the embedder's dimension) and check the dimension."""
@@ -151,29 +141,35 @@ class PgVectorDB(BaseVectorDB):
         except (TypeError, ValueError) as error:
             raise InvalidInputError("obtained_at must be an ISO 8601 datetime string") from error
         vectors = await self.embed_documents(memories)
+        items = [
+            NewMemory(memory_id=memory_id, text=text, embedding=vector)
+            for memory_id, text, vector in zip(ids, memories, vectors, strict=True)
+        ]
+        audited = audit.entry(
+            self._db.settings.audit,
+            "vector.add_memories",
+            user_id=user_id,
+            agent_id=agent_id,
+            ids={"memory_ids": [str(i) for i in ids]},
+        )
+        statement = saves.write(
+            org_id=org_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            interaction_id=None,
+            at=at,
+            items=items,
+            link=False,
+            audited=audited,
+        )
         try:
-            async with self._db.transaction(org_id=org_id) as conn:
-                await upsert(
-                    conn,
-                    org_id=org_id,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    memory_ids=ids,
-                    texts=memories,
-                    vectors=vectors,
-                    obtained_at=at,
-                    text_search_config=self._db.settings.text_search_config,
-                )
-                await self._db.audit(
-                    conn,
-                    org_id=org_id,
-                    method="vector.add_memories",
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    ids={"memory_ids": [str(i) for i in ids]},
-                )
+            rows = await self._db.execute_one(statement, org_id=org_id)
         except NotFoundError as error:
-            raise NotFoundError("User (`org_id`, `user_id`) does not exist.") from error
+            if error.constraint_name == USER_KEY:
+                raise NotFoundError(check.USER_MISSING) from error
+            raise
+        if len(saves.written(rows, items).written) != len(set(ids)):
+            raise InvalidInputError("A memory id belongs to another user of the organization.")
 
     async def delete_memory(self, memory_id: str) -> None:
         """Make the memory unsearchable (its vector and full-text vector are cleared; the row stays)."""
@@ -181,27 +177,28 @@ class PgVectorDB(BaseVectorDB):
             await self.delete_memories([memory_id])
 
     async def delete_memories(self, memory_ids: list[str]) -> None:
-        ids = [parsed for parsed in (_maybe_uuid(memory_id) for memory_id in memory_ids or []) if parsed]
+        ids = [parsed for parsed in (parse_memory_id(memory_id) for memory_id in memory_ids or []) if parsed]
         if not ids:
             return
         # Unscoped by its upstream signature: it finds the ids in any organization (and, under
         # row-level security, in none), so it is not audited per organization.
         async with self._db.transaction() as conn:
-            await conn.execute(sql(conn, UNSEARCHABLE_BY_ID), {"memory_ids": ids})
+            await memories.make_unsearchable(conn, memory_ids=ids)
 
     async def delete_all_user_memories(self, org_id: str, user_id: str) -> None:
         check.require(check.ORG_AND_USER, org_id, user_id)
         async with self._db.transaction(org_id=org_id) as conn:
-            result = await conn.execute(sql(conn, UNSEARCHABLE_FOR_USER), {"org_id": org_id, "user_id": user_id})
-            if result.rowcount:
-                await self._db.audit(conn, org_id=org_id, method="vector.delete_all_user_memories", user_id=user_id)
+            if await memories.make_unsearchable(conn, org_id=org_id, user_id=user_id):
+                await audit.record(conn, org_id=org_id, audited=self._entry("vector.delete_all_user_memories", user_id))
 
     async def delete_all_organization_memories(self, org_id: str) -> None:
         check.require(check.ORG_ID, org_id)
         async with self._db.transaction(org_id=org_id) as conn:
-            result = await conn.execute(sql(conn, UNSEARCHABLE_FOR_ORG), {"org_id": org_id})
-            if result.rowcount:
-                await self._db.audit(conn, org_id=org_id, method="vector.delete_all_organization_memories")
+            if await memories.make_unsearchable(conn, org_id=org_id):
+                await audit.record(conn, org_id=org_id, audited=self._entry("vector.delete_all_organization_memories"))
+
+    def _entry(self, method: str, user_id: str | None = None) -> audit.Entry | None:
+        return audit.entry(self._db.settings.audit, method, user_id=user_id)
 
     # -- searching -----------------------------------------------------------------------
 
@@ -245,7 +242,7 @@ class PgVectorDB(BaseVectorDB):
         vectors = await embed_checked(self.embedder, queries, query=True)
         # A user-scoped search is one statement; an organization-wide one sets its HNSW options first.
         user_scoped = scope == MemorySearchScope.USER.value
-        async with self._db.transaction(read_only=True, org_id=org_id, one_statement=user_scoped) as conn:
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await search(
                 conn,
                 vectors=vectors,
@@ -259,201 +256,8 @@ class PgVectorDB(BaseVectorDB):
             )
 
 
-def _maybe_uuid(value: object) -> uuid.UUID | None:
-    from memora_pg.ids import parse_memory_id
-
-    return parse_memory_id(value)
-
-
 def _memory_uuid(value: object) -> uuid.UUID:
-    parsed = _maybe_uuid(value)
+    parsed = parse_memory_id(value)
     if parsed is None:
         raise InvalidInputError(f"memory id {value!r} is not a UUID")
     return parsed
-
-
-# -- statements ----------------------------------------------------------------------------
-
-UPSERT = """
-INSERT INTO {schema}.memories AS m
-    (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
-SELECT :org_id, given.memory_id, :user_id, :agent_id, given.memory, :obtained_at,
-       given.embedding, to_tsvector(CAST(:ts_config AS regconfig), given.memory)
-FROM unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:embeddings AS vector[]))
-     AS given(memory_id, memory, embedding)
-ON CONFLICT (org_id, memory_id) DO UPDATE
-SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
-    embedding = excluded.embedding, search_text = excluded.search_text
-WHERE m.user_id = excluded.user_id
-RETURNING m.memory_id
-"""
-
-UNSEARCHABLE_BY_ID = """
-UPDATE {schema}.memories SET embedding = NULL, search_text = NULL
-WHERE memory_id = ANY(CAST(:memory_ids AS uuid[]))
-"""
-UNSEARCHABLE_FOR_USER = """
-UPDATE {schema}.memories SET embedding = NULL, search_text = NULL
-WHERE org_id = :org_id AND user_id = :user_id AND embedding IS NOT NULL
-"""
-UNSEARCHABLE_FOR_ORG = """
-UPDATE {schema}.memories SET embedding = NULL, search_text = NULL
-WHERE org_id = :org_id AND embedding IS NOT NULL
-"""
-
-
-async def upsert(
-    conn: AsyncConnection,
-    *,
-    org_id: str,
-    user_id: str,
-    agent_id: str,
-    memory_ids: Sequence[uuid.UUID],
-    texts: Sequence[str],
-    vectors: Sequence[Sequence[float]],
-    obtained_at: datetime,
-    text_search_config: str,
-) -> None:
-    written = await conn.execute(
-        sql(conn, UPSERT),
-        {
-            "org_id": org_id,
-            "user_id": user_id,
-            "agent_id": agent_id,
-            "obtained_at": obtained_at,
-            "ts_config": text_search_config,
-            "memory_ids": list(memory_ids),
-            "memories": list(texts),
-            "embeddings": vector_params.many(vectors),
-        },
-    )
-    if len(written.all()) != len(set(memory_ids)):
-        raise InvalidInputError("A memory id belongs to another user of the organization.")
-
-
-@lru_cache(maxsize=32)
-def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: bool) -> str:
-    """The search statement for one combination of scope, agent filter and mode."""
-    filters = "m.org_id = :org_id AND m.embedding IS NOT NULL"
-    if user_scope:
-        filters += " AND m.user_id = :user_id"
-    if agent:
-        filters += " AND m.agent_id = :agent_id"
-    if exclude_superseded:
-        filters += (
-            " AND NOT EXISTS (SELECT 1 FROM {schema}.memory_updates AS newer"
-            " WHERE newer.org_id = m.org_id AND newer.old_memory_id = m.memory_id)"
-        )
-    # "+ 0" keeps the HNSW index out of user-scoped searches: the user's rows (found with the
-    # btree) are sorted exactly, which is faster at a user's scale and never misses a neighbour.
-    order = "(m.embedding <=> q.embedding) + 0" if user_scope else "m.embedding <=> q.embedding"
-    # Likewise "IS TRUE" keeps the full-text GIN index out of user-scoped searches: a common word
-    # matches much of the organization, while the user's rows are few (and read by the dense arm anyway).
-    matches = "(m.search_text @@ q.terms) IS TRUE" if user_scope else "m.search_text @@ q.terms"
-    dense = f"""
-        SELECT nearest.memory_id, nearest.distance,
-               row_number() OVER (ORDER BY nearest.distance, nearest.seq) - 1 AS rank
-        FROM (
-            SELECT m.memory_id, m.seq, m.embedding <=> q.embedding AS distance
-            FROM {{schema}}.memories AS m
-            WHERE {filters}
-            ORDER BY {order}
-            LIMIT {DENSE_CANDIDATES}
-        ) AS nearest
-        WHERE 1 - nearest.distance >= {MIN_SIMILARITY}"""
-    if mode == "dense":
-        fused = f"""
-        SELECT dense.memory_id, 1 - dense.distance AS score, dense.rank AS dense_rank, 0 AS lexical_rank
-        FROM ({dense}) AS dense"""
-        keep = "true"
-    else:
-        lexical = f"""
-        SELECT m.memory_id,
-               row_number() OVER (ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq) - 1 AS rank
-        FROM {{schema}}.memories AS m
-        WHERE {filters} AND {matches}
-        -- ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row
-        ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq
-        LIMIT {LEXICAL_CANDIDATES}"""
-        fused = f"""
-        SELECT coalesce(dense.memory_id, lexical.memory_id) AS memory_id,
-               coalesce(1.0 / (dense.rank + 2), 0) + coalesce(1.0 / (lexical.rank + 2), 0) AS score,
-               coalesce(dense.rank, {DENSE_CANDIDATES}) AS dense_rank,
-               coalesce(lexical.rank, {LEXICAL_CANDIDATES}) AS lexical_rank
-        FROM ({dense}) AS dense
-        FULL JOIN ({lexical}) AS lexical ON lexical.memory_id = dense.memory_id"""
-        keep = f"fused.score > {MIN_FUSED_SCORE}"
-    return f"""
--- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
-WITH q AS MATERIALIZED (
-    SELECT given.query_no,
-           given.embedding,
-           -- any word of the query may match (upstream's lexical arm is a sparse model, not a phrase)
-           CAST(replace(CAST(plainto_tsquery(CAST(:ts_config AS regconfig), given.query) AS text), ' & ', ' | ')
-                AS tsquery) AS terms
-    FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))
-         AS given(query_no, embedding, query)
-)
-SELECT q.query_no, m.org_id, m.user_id, m.agent_id, m.memory_id, m.memory, m.obtained_at, hit.score
-FROM q
-CROSS JOIN LATERAL (
-    SELECT fused.memory_id, fused.score, fused.dense_rank, fused.lexical_rank
-    FROM ({fused}) AS fused
-    WHERE {keep}
-    ORDER BY fused.score DESC, fused.dense_rank, fused.lexical_rank
-    LIMIT {TOP_K}
-) AS hit
-JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = hit.memory_id
-ORDER BY q.query_no, hit.score DESC, hit.dense_rank, hit.lexical_rank
-"""
-
-
-async def search(
-    conn: AsyncConnection,
-    *,
-    vectors: Sequence[Sequence[float]],
-    texts: Sequence[str],
-    org_id: str,
-    user_id: str | None,
-    agent_id: str | None,
-    mode: str,
-    exclude_superseded: bool,
-    settings: Settings,
-) -> list[list[tuple[Memory, float]]]:
-    if user_id is None:
-        # Organization-wide: HNSW with iterative scans, so the tenant filter never starves the top-k.
-        await conn.execute(
-            text(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', :ef, true)"
-            ),
-            {"ef": str(settings.hnsw_ef_search)},
-        )
-    template = search_sql(
-        user_scope=user_id is not None, agent=agent_id is not None, mode=mode, exclude_superseded=exclude_superseded
-    )
-    params: dict[str, Any] = {
-        "org_id": org_id,
-        "ts_config": settings.text_search_config,
-        "query_nos": list(range(len(texts))),
-        "embeddings": vector_params.many(vectors),
-        "queries": list(texts),
-    }
-    if user_id is not None:
-        params["user_id"] = user_id
-    if agent_id is not None:
-        params["agent_id"] = agent_id
-    results: list[list[tuple[Memory, float]]] = [[] for _ in texts]
-    for row in await conn.execute(sql(conn, template), params):
-        memory = Memory(
-            org_id=row.org_id,
-            user_id=row.user_id,
-            agent_id=row.agent_id,
-            interaction_id=None,
-            memory_id=str(row.memory_id),
-            memory=row.memory,
-            obtained_at=row.obtained_at,
-            message_sources=None,
-        )
-        results[row.query_no].append((memory, float(row.score)))
-    return results

@@ -62,9 +62,9 @@ def one(vector: Sequence[float] | None) -> bytes | None:
     return None if vector is None else encode(vector)
 
 
-def many(vectors: Sequence[Sequence[float]]) -> list[bytes]:
-    """The value of a ``vector[]`` parameter."""
-    return [encode(vector) for vector in vectors]
+def many(vectors: Sequence[Sequence[float] | None]) -> list[bytes | None]:
+    """The value of a ``vector[]`` parameter (a None element stays NULL)."""
+    return [None if vector is None else encode(vector) for vector in vectors]
 
 
 class BinaryVector(VECTOR):

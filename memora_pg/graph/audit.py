@@ -1,8 +1,15 @@
-"""The audit log: who changed what, and when, recorded in the same transaction as the change."""
+"""The audit log: who changed what, and when, recorded in the same transaction as the change.
+
+One row per public call that changes something. A call that runs as one statement writes its
+row with :data:`ARM`, a CTE arm of that statement; others call :func:`record`. Both take an
+:class:`Entry`, or None when auditing is off (``Settings.audit``).
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert
@@ -11,23 +18,65 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg.schema import audit_log
 
 
-async def record(
-    conn: AsyncConnection,
-    *,
-    org_id: str,
-    method: str,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    ids: dict[str, Any] | None = None,
-) -> None:
-    """One audit row. Give ``user_id`` only when the change is about that user (erasing it erases the row)."""
+@dataclass(frozen=True)
+class Entry:
+    """What one audit row says. Give ``user_id`` only when the change is about that user (erasing
+    the user then erases the row too)."""
+
+    method: str
+    user_id: str | None = None
+    agent_id: str | None = None
+    ids: dict[str, Any] = field(default_factory=dict)
+
+
+def entry(enabled: bool, method: str, **fields: Any) -> Entry | None:
+    """The entry of a call, or None when auditing is off."""
+    return Entry(method, **fields) if enabled else None
+
+
+# The audit row of a one-statement write, written when the statement's ``scope`` row exists
+# (that is, when the write happens) and the call is audited.
+ARM = """
+audit AS (
+    INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)
+    SELECT scope.org_id, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method, CAST(:audit_ids AS jsonb)
+    FROM scope
+    WHERE CAST(:audited AS boolean)
+)"""
+
+
+def arm_params(audited: Entry | None) -> dict[str, Any]:
+    """The parameters of :data:`ARM`."""
+    if audited is None:
+        return {
+            "audited": False,
+            "audit_event_id": None,
+            "audit_user_id": None,
+            "audit_agent_id": None,
+            "audit_method": None,
+            "audit_ids": None,
+        }
+    return {
+        "audited": True,
+        "audit_event_id": uuid.uuid4(),
+        "audit_user_id": audited.user_id,
+        "audit_agent_id": audited.agent_id,
+        "audit_method": audited.method,
+        "audit_ids": json.dumps(audited.ids),
+    }
+
+
+async def record(conn: AsyncConnection, *, org_id: str, audited: Entry | None) -> None:
+    """The audit row of a call that is not one statement, in the caller's transaction."""
+    if audited is None:
+        return
     await conn.execute(
         insert(audit_log).values(
             org_id=org_id,
             event_id=uuid.uuid4(),
-            user_id=user_id,
-            agent_id=agent_id,
-            method=method,
-            ids=ids or {},
+            user_id=audited.user_id,
+            agent_id=audited.agent_id,
+            method=audited.method,
+            ids=audited.ids,
         )
     )

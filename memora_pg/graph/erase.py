@@ -11,8 +11,8 @@ from __future__ import annotations
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memora_pg.db import sql
 from memora_pg.schema import TENANT_TABLES, organizations, users
+from memora_pg.statements import sql
 
 # What erasing one user removes, table by table.
 USER_FOOTPRINT = """

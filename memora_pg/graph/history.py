@@ -1,16 +1,46 @@
-"""History events of memories changed through the mem0-style API (ADD, UPDATE, DELETE)."""
+"""History events of memories changed through the mem0-style API (ADD, UPDATE, DELETE).
+
+Events are written in the transaction of the change they describe: the ADD events of new
+memories by :data:`ADDED`, an arm of the statement that writes the memories
+(:data:`memora_pg.graph.saves.ADD`); the others by :func:`record`.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.schema import memory_history
+
+if TYPE_CHECKING:
+    from memora_pg.graph.memories import NewMemory
+
+# The ADD event of each new memory (the statement's ``new_memories`` arm holds the memories).
+ADDED = """
+added AS (
+    INSERT INTO {schema}.memory_history (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role)
+    SELECT scope.org_id, given.event_id, given.memory_id, scope.user_id, 'ADD', given.memory, given.actor_id, given.role
+    FROM scope,
+         unnest(CAST(:event_ids AS uuid[]), CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]),
+                CAST(:actor_ids AS text[]), CAST(:roles AS text[]))
+         WITH ORDINALITY AS given(event_id, memory_id, memory, actor_id, role, n)
+    ORDER BY given.n
+)"""
+
+
+def added_params(items: Sequence[NewMemory]) -> dict[str, Any]:
+    """The parameters of :data:`ADDED` beside those of the memories: event ids, actors and roles."""
+    metadata = [item.metadata or {} for item in items]
+    return {
+        "event_ids": [uuid.uuid4() for _ in items],
+        "actor_ids": [value.get("actor_id") for value in metadata],
+        "roles": [value.get("role") for value in metadata],
+    }
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,11 @@ from sqlalchemy import delete, insert, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memora_pg.db import from_json, sql
-from memora_pg.graph import memories
+from memora_pg.graph import memories, versions
+from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, to_model
 from memora_pg.models import Interaction, MessageBlock
 from memora_pg.schema import interactions, messages
+from memora_pg.statements import from_json, sql
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ async def touch(conn: AsyncConnection, *, org_id: str, interaction_id: str, agen
 READ = f"""
 WITH chosen AS (
     SELECT * FROM {{schema}}.interactions
-    WHERE org_id = :org_id AND user_id = :user_id {{which}}
+    WHERE org_id = :org_id AND user_id = :user_id {{chosen}}
 )
 SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.updated_at,
        owner.user_name,
@@ -156,7 +157,7 @@ SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.update
                           'agent_label', agent.agent_label, 'sources', sourced.sources)
                       ORDER BY m.seq)
            FROM {{schema}}.memories AS m
-           {memories.WITH_AGENT_AND_SOURCES}
+           {WITH_AGENT_AND_SOURCES}
            WHERE m.org_id = i.org_id AND m.interaction_id = i.interaction_id
        ) END AS memories
 FROM chosen AS i
@@ -164,8 +165,9 @@ LEFT JOIN {{schema}}.users AS owner ON owner.org_id = i.org_id AND owner.user_id
 ORDER BY i.updated_at DESC, i.seq DESC
 """
 
-ONE = READ.replace("{which}", "AND interaction_id = :interaction_id")
-PAGE = READ.replace("{which}", "ORDER BY updated_at DESC, seq DESC OFFSET :skip LIMIT :limit")
+# {chosen} ends the WHERE clause of the chosen interactions: one of them, or a page.
+ONE = READ.format(schema="{schema}", chosen="AND interaction_id = :interaction_id")
+PAGE = READ.format(schema="{schema}", chosen="ORDER BY updated_at DESC, seq DESC OFFSET :skip LIMIT :limit")
 
 
 def _to_model(row: Row[Any]) -> Interaction:
@@ -179,7 +181,7 @@ def _to_model(row: Row[Any]) -> Interaction:
         created_at=row.created_at,
         updated_at=row.updated_at,
         messages=[MessageBlock(**message) for message in message_rows],
-        memories=[memories.to_model(memory) for memory in memory_rows],
+        memories=[to_model(memory) for memory in memory_rows],
     )
 
 
@@ -248,7 +250,7 @@ async def delete_one(
     conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, memory_ids: list[uuid.UUID]
 ) -> None:
     """Delete the (locked) interaction, its messages and its memories, repairing their chains."""
-    await memories.relink_around(conn, org_id=org_id, memory_ids=memory_ids)
+    await versions.relink_around(conn, org_id=org_id, memory_ids=memory_ids)
     # The memories go by cascade from the interaction, and their sources and links with them.
     await conn.execute(
         delete(interactions).where(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -33,3 +34,8 @@ async def get(conn: AsyncConnection, *, org_id: str) -> Organization | None:
 async def list_all(conn: AsyncConnection, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
     stmt = select(organizations).order_by(organizations.c.created_at, organizations.c.org_id).offset(skip).limit(limit)
     return [Organization.model_validate(row._asdict()) for row in await conn.execute(stmt)]
+
+
+async def delete(conn: AsyncConnection, *, org_id: str) -> None:
+    """Delete the organization; everything in it goes by cascade."""
+    await conn.execute(sa_delete(organizations).where(organizations.c.org_id == org_id))

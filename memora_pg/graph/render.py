@@ -1,4 +1,6 @@
-"""Name placeholders: stored memory texts say ``user_<id>`` and ``agent_<id>``; reads show current names.
+"""How a memory row becomes the contract's rendered ``Memory``, and its name placeholders.
+
+Name placeholders: stored memory texts say ``user_<id>`` and ``agent_<id>``; reads show current names.
 
 The rule is memora-semantics.md §9.4: a token is ``user_`` or ``agent_`` (any case) not
 preceded by a letter, digit or underscore, followed by one or more of ``[A-Za-z0-9-]``. It is
@@ -10,6 +12,12 @@ user or agent no longer exists stays as it is.
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from sqlalchemy.engine import Row
+
+from memora_pg.models import Memory, MessageBlock
+from memora_pg.statements import from_json
 
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?P<kind>user_|agent_)[A-Za-z0-9-]+", re.IGNORECASE | re.ASCII)
 
@@ -22,3 +30,50 @@ def render(text: str, *, user_name: str | None, agent_label: str | None) -> str:
         return match.group(0) if name is None else name
 
     return _TOKEN.sub(replace, text)
+
+
+# -- the rendered memory: its columns, the joins that give names and sources, the model ----
+
+# Appended to a query that names its memories `m`: the agent's label and the source messages
+# (in position order), in the same statement.
+WITH_AGENT_AND_SOURCES = """
+LEFT JOIN {schema}.agents AS agent ON agent.org_id = m.org_id AND agent.agent_id = m.agent_id
+LEFT JOIN LATERAL (
+    SELECT json_agg(
+               json_build_object('msg_position', src.msg_position, 'role', msg.role, 'content', msg.content)
+               ORDER BY src.msg_position
+           ) AS sources
+    FROM {schema}.memory_sources AS src
+    JOIN {schema}.messages AS msg
+      ON msg.org_id = src.org_id AND msg.interaction_id = src.interaction_id AND msg.msg_position = src.msg_position
+    WHERE src.org_id = m.org_id AND src.memory_id = m.memory_id
+) AS sourced ON true
+"""
+
+# The same, and the user's name.
+WITH_NAMES_AND_SOURCES = (
+    """
+LEFT JOIN {schema}.users AS owner ON owner.org_id = m.org_id AND owner.user_id = m.user_id"""
+    + WITH_AGENT_AND_SOURCES
+)
+
+MEMORY_COLUMNS = """
+m.org_id, m.user_id, m.agent_id, m.interaction_id, m.memory_id, m.memory, m.obtained_at,
+owner.user_name, agent.agent_label, sourced.sources
+"""
+
+
+def to_model(row: Row[Any] | dict[str, Any]) -> Memory:
+    """A row of MEMORY_COLUMNS (or its JSON form) as the contract's rendered ``Memory``."""
+    data = row._mapping if isinstance(row, Row) else row
+    sources = from_json(data["sources"])
+    return Memory(
+        org_id=data["org_id"],
+        user_id=data["user_id"],
+        agent_id=data["agent_id"],
+        interaction_id=data["interaction_id"],
+        memory_id=str(data["memory_id"]),
+        memory=render(data["memory"], user_name=data["user_name"], agent_label=data["agent_label"]),
+        obtained_at=data["obtained_at"],
+        message_sources=[MessageBlock(**source) for source in sources or []],
+    )

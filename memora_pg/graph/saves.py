@@ -1,11 +1,18 @@
-"""Saving a new interaction with its memories: one statement.
+"""Where memories are written: every statement that stores new memories, each one round trip.
 
-The interaction, its messages, its memories with their vectors, their source links, the
-CONTRARY_UPDATE links to the memories they supersede and the audit row go in one ``INSERT``
-per table, chained as data-modifying CTEs of one statement: one round trip for the whole
-save instead of five. Every insert reads from the ``interaction`` CTE, so nothing at all is
-written unless the user and the agent exist; the foreign keys between the new rows are
-checked at the end of the statement, when all of them are there.
+Each statement is one ``INSERT`` per table, chained as data-modifying CTEs, built from the
+same arms: the memory rows (:data:`memories.NEW_MEMORIES`), their source messages, their
+CONTRARY_UPDATE links (:data:`versions.LINKS`) and the call's audit row (:data:`audit.ARM`).
+Every arm reads the statement's ``scope`` CTE, one row naming the organization, user,
+agent, interaction and time, or no row when the write must not happen; so nothing at all is
+written unless, for example, the user and the agent exist. The foreign keys between the new
+rows are checked at the end of the statement, when all of them are there.
+
+* :data:`SAVE`: a new interaction with its messages and memories (Memora's save).
+* :data:`ADD`: new memories of a mem0-style collection, with the organization and user they
+  need and their ADD history events.
+* :data:`WRITE`: new memories of an existing interaction (an update) or of none (the vector
+  store's upsert).
 
 A contrary memory supersedes a memory that existed before the call (its id came from an
 earlier search or read): the statement's snapshot is taken before its own inserts.
@@ -13,19 +20,47 @@ earlier search or read): the statement's snapshot is taken before its own insert
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
+from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Row
 
-from memora_pg import vector_params
-from memora_pg.db import sql
+from memora_pg.graph import audit, history, versions
 from memora_pg.graph.interactions import Message
-from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.memories import NEW_MEMORIES, SCOPE, SOURCES, NewMemory, memory_params, scope_params
+from memora_pg.statements import Statement
+
+SAVE = f"""
+WITH owners AS (
+    SELECT EXISTS (SELECT FROM {{schema}}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
+           EXISTS (SELECT FROM {{schema}}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
+),
+interaction AS (
+    INSERT INTO {{schema}}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
+    SELECT :org_id, :interaction_id, :user_id, :agent_id, :at, :at
+    FROM owners
+    WHERE owners.user_exists AND owners.agent_exists
+    RETURNING org_id, user_id, agent_id, interaction_id, created_at
+),
+scope AS (
+    SELECT org_id, user_id, agent_id, interaction_id, created_at AS obtained_at FROM interaction
+),
+new_messages AS (
+    INSERT INTO {{schema}}.messages (org_id, interaction_id, msg_position, role, content)
+    SELECT scope.org_id, scope.interaction_id, given.n - 1, given.role, given.content
+    FROM scope,
+         unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS given(role, content, n)
+),
+{NEW_MEMORIES},
+{SOURCES},
+{versions.LINKS},
+{audit.ARM}
+SELECT owners.user_exists, owners.agent_exists, ARRAY(SELECT new_memory_id FROM links) AS linked
+FROM owners
+"""
 
 
 @dataclass(frozen=True)
@@ -36,78 +71,7 @@ class Saved:
     unlinked: list[uuid.UUID]
 
 
-@lru_cache(maxsize=4)
-def save_sql(*, searchable: bool, audit: bool) -> str:
-    """The statement for memories with or without their vectors, and with or without the audit row."""
-    if searchable:
-        vector_columns = ", embedding, search_text"
-        vector_values = ", given.embedding, to_tsvector(CAST(:ts_config AS regconfig), given.memory)"
-        given = """unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:embeddings AS vector[]))
-         WITH ORDINALITY AS given(memory_id, memory, embedding, n)"""
-    else:
-        vector_columns = vector_values = ""
-        given = """unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]))
-         WITH ORDINALITY AS given(memory_id, memory, n)"""
-    audit_row = (
-        """,
-audit AS (
-    INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)
-    SELECT interaction.org_id, :event_id, :user_id, :agent_id, :method, CAST(:audit_ids AS jsonb)
-    FROM interaction
-)"""
-        if audit
-        else ""
-    )
-    return f"""
-WITH owners AS (
-    SELECT EXISTS (SELECT FROM {{schema}}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
-           EXISTS (SELECT FROM {{schema}}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
-),
-interaction AS (
-    INSERT INTO {{schema}}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
-    SELECT :org_id, :interaction_id, :user_id, :agent_id, :at, :at
-    FROM owners
-    WHERE owners.user_exists AND owners.agent_exists
-    RETURNING org_id, interaction_id
-),
-new_messages AS (
-    INSERT INTO {{schema}}.messages (org_id, interaction_id, msg_position, role, content)
-    SELECT interaction.org_id, interaction.interaction_id, given.n - 1, given.role, given.content
-    FROM interaction,
-         unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS given(role, content, n)
-),
-new_memories AS (
-    INSERT INTO {{schema}}.memories
-        (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at{vector_columns})
-    SELECT interaction.org_id, given.memory_id, :user_id, :agent_id, interaction.interaction_id, given.memory,
-           :at{vector_values}
-    FROM interaction,
-         {given}
-    ORDER BY given.n
-),
-sources AS (
-    INSERT INTO {{schema}}.memory_sources (org_id, memory_id, interaction_id, msg_position)
-    SELECT interaction.org_id, given.memory_id, interaction.interaction_id, given.msg_position
-    FROM interaction,
-         unnest(CAST(:source_memory_ids AS uuid[]), CAST(:source_positions AS int[])) AS given(memory_id, msg_position)
-),
--- A contrary memory supersedes an existing memory of the same organization and user only.
-links AS (
-    INSERT INTO {{schema}}.memory_updates (org_id, new_memory_id, old_memory_id)
-    SELECT old.org_id, contrary.new_id, old.memory_id
-    FROM interaction,
-         unnest(CAST(:new_ids AS uuid[]), CAST(:old_ids AS uuid[])) AS contrary(new_id, old_id)
-         JOIN {{schema}}.memories AS old
-           ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id
-    RETURNING new_memory_id
-){audit_row}
-SELECT owners.user_exists, owners.agent_exists, ARRAY(SELECT new_memory_id FROM links) AS linked
-FROM owners
-"""
-
-
-async def save(
-    conn: AsyncConnection,
+def save(
     *,
     org_id: str,
     user_id: str,
@@ -116,40 +80,115 @@ async def save(
     at: datetime,
     messages: Sequence[Message],
     items: Sequence[NewMemory],
-    searchable: bool,
-    text_search_config: str,
-    audit_method: str | None,
-) -> Saved:
-    """Write the interaction and everything in it, unless the user or the agent is missing (then nothing)."""
-    contrary = [item for item in items if item.supersedes is not None]
+    audited: audit.Entry | None,
+) -> Statement:
+    """The statement writing the interaction and everything in it, unless the user or the agent is
+    missing (then nothing); :func:`saved` reads its result."""
     params = {
-        "org_id": org_id,
-        "user_id": user_id,
-        "agent_id": agent_id,
-        "interaction_id": interaction_id,
-        "at": at,
+        **scope_params(org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at),
         "roles": [message.role for message in messages],
         "contents": [message.content for message in messages],
-        "memory_ids": [item.memory_id for item in items],
-        "memories": [item.text for item in items],
-        "source_memory_ids": [item.memory_id for item in items for _ in sorted(set(item.positions))],
-        "source_positions": [position for item in items for position in sorted(set(item.positions))],
-        "new_ids": [item.memory_id for item in contrary],
-        "old_ids": [item.supersedes for item in contrary],
+        **memory_params(items),
+        **versions.link_params(items),
+        **audit.arm_params(audited),
     }
-    if searchable:
-        params["ts_config"] = text_search_config
-        params["embeddings"] = vector_params.many([item.embedding or () for item in items])
-    if audit_method is not None:
-        params["event_id"] = uuid.uuid4()
-        params["method"] = audit_method
-        params["audit_ids"] = json.dumps(
-            {"interaction_id": interaction_id, "memory_ids": [str(item.memory_id) for item in items]}
-        )
-    row = (await conn.execute(sql(conn, save_sql(searchable=searchable, audit=audit_method is not None)), params)).one()
-    linked = set(row.linked)
+    return Statement(SAVE, params)
+
+
+def saved(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Saved:
+    """What :func:`save`'s statement did."""
+    (row,) = rows
     return Saved(
         user_exists=bool(row.user_exists),
         agent_exists=bool(row.agent_exists),
-        unlinked=[item.memory_id for item in contrary if item.memory_id not in linked],
+        unlinked=versions.unlinked(items, row.linked),
     )
+
+
+WRITE = f"""
+WITH {SCOPE},
+{NEW_MEMORIES},
+{SOURCES},
+{versions.LINKS},
+{audit.ARM}
+SELECT ARRAY(SELECT memory_id FROM new_memories) AS written, ARRAY(SELECT new_memory_id FROM links) AS linked
+"""
+
+
+@dataclass(frozen=True)
+class Written:
+    # The ids written (an upsert of an id another user has writes nothing for it).
+    written: list[uuid.UUID]
+    # The contrary memories stored without a link (their target was not found for the user).
+    unlinked: list[uuid.UUID]
+
+
+def write(
+    *,
+    org_id: str,
+    user_id: str,
+    agent_id: str,
+    interaction_id: str | None,
+    at: datetime,
+    items: Sequence[NewMemory],
+    link: bool,
+    audited: audit.Entry | None,
+) -> Statement:
+    """The statement writing ``items`` with their sources (and, with ``link``, their contrary links)
+    and the audit row; :func:`written` reads its result."""
+    params = {
+        **scope_params(org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at),
+        **memory_params(items),
+        **versions.link_params(items if link else ()),
+        **audit.arm_params(audited),
+    }
+    return Statement(WRITE, params)
+
+
+def written(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Written:
+    """What :func:`write`'s statement did."""
+    (row,) = rows
+    return Written(written=list(row.written), unlinked=versions.unlinked(items, row.linked))
+
+
+ADD = f"""
+WITH organization AS (
+    INSERT INTO {{schema}}.organizations (org_id, org_name) VALUES (:org_id, :collection)
+    ON CONFLICT DO NOTHING
+),
+collection_user AS (
+    INSERT INTO {{schema}}.users (org_id, user_id, user_name) VALUES (:org_id, :user_id, :user_name)
+    ON CONFLICT DO NOTHING
+),
+{SCOPE},
+{NEW_MEMORIES},
+{history.ADDED},
+{audit.ARM}
+SELECT 1
+"""
+
+
+def add(
+    *,
+    org_id: str,
+    collection: str,
+    user_id: str,
+    agent_id: str,
+    at: datetime,
+    items: Sequence[NewMemory],
+    audited: audit.Entry | None,
+) -> Statement:
+    """The statement writing mem0-style ``items`` (each with its vector) for the user, with their ADD
+    events and the audit row.
+
+    The collection's organization and the user are created if missing, never changed.
+    """
+    params: dict[str, Any] = {
+        **scope_params(org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=None, at=at),
+        "collection": collection,
+        "user_name": user_id or "(no user)",
+        **memory_params(items),
+        **history.added_params(items),
+        **audit.arm_params(audited),
+    }
+    return Statement(ADD, params)

@@ -25,6 +25,13 @@ SKIP_LIMIT_NEGATIVE = "`skip` and `limit` must not be negative."
 ORG_USER_MEMORY = "`org_id`, `user_id` and `memory_id` must be strings and have a value."
 AGENT_ID = "`agent_id` must be a string."
 
+# NotFoundError messages, as upstream words them.
+ORG_MISSING = "Organization (`org_id`) does not exist."
+USER_MISSING = "User (`org_id`, `user_id`) does not exist."
+AGENT_MISSING = "Agent (`org_id`, `agent_id`) does not exist."
+INTERACTION_MISSING = "Interaction (`org_id`, `user_id`, `interaction_id`) does not exist."
+MEMORY_MISSING = "Memory (`org_id`, `user_id`, `memory_id`) does not exist."
+
 # Names and ids are stored as PostgreSQL text, which cannot hold a NUL character.
 MAX_NAME_LENGTH = 10_000
 

@@ -10,8 +10,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import openai
-
 from memora_pg.errors import LLMError
 
 
@@ -34,6 +32,8 @@ class OpenAILLM:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.top_p = top_p
+        import openai  # here, not at import time: only a configured model needs the SDK
+
         self._client = openai.AsyncOpenAI(
             api_key=api_key or _env_key(),
             base_url=base_url,
@@ -58,6 +58,8 @@ class OpenAILLM:
         extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if json_object else {}
         if self.top_p is not None:
             extra["top_p"] = self.top_p
+        import openai
+
         try:
             response = await self._client.chat.completions.create(
                 model=self.model,

@@ -18,19 +18,18 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import LLMError
-from memora_pg.graph import history, memories
+from memora_pg.graph import audit, history, memories, orgs, saves
+from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
-from memora_pg.graph.search import MEMORY_FIELDS, matching_text, nearest
+from memora_pg.graph.search import matching_text, nearest
 from memora_pg.ids import parse_memory_id
-from memora_pg.mem0 import filters as filter_language
-from memora_pg.mem0 import new_memories, prompts
+from memora_pg.mem0 import prompts
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
@@ -54,8 +53,7 @@ from memora_pg.mem0.shapes import (
     scope_of,
     with_vector,
 )
-from memora_pg.schema import memories as memories_table
-from memora_pg.schema import organizations
+from memora_pg.statements import Statement, run
 
 
 class _Decision(BaseModel):
@@ -180,8 +178,9 @@ class AsyncMemory:
         vectors = await self._embed([item.text for item in items], query=False)
         items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
         results = [event_of(item, "ADD") for item in items]
-        async with self._db.transaction(org_id=self.org_id, one_statement=True) as conn:
-            await self._write_new(conn, scope, items, audited=self._audited("add", scope.user_id, results))
+        await self._db.execute_one(
+            self._new(scope, items, self._audited("add", scope.user_id, results)), org_id=self.org_id
+        )
         return {"results": results}
 
     async def _add_procedural(
@@ -201,8 +200,9 @@ class AsyncMemory:
         (vector,) = await self._embed([item.text], query=False)
         item = with_vector(item, vector)
         results = [event_of(item, "ADD")]
-        async with self._db.transaction(org_id=self.org_id, one_statement=True) as conn:
-            await self._write_new(conn, scope, [item], audited=self._audited("add", scope.user_id, results))
+        await self._db.execute_one(
+            self._new(scope, [item], self._audited("add", scope.user_id, results)), org_id=self.org_id
+        )
         return {"results": results}
 
     async def _add_inferred(
@@ -284,7 +284,8 @@ class AsyncMemory:
         update_vectors = vectors[len(additions) :]
         results: list[dict[str, Any]] = []
         async with self._db.transaction(org_id=self.org_id) as conn:
-            await self._write_new(conn, scope, additions)
+            if additions:
+                await run(conn, self._new(scope, additions, None))
             results += [event_of(item, "ADD") for item in additions]
             events: list[history.Event] = []
             for (row, new_text), vector in zip(updates, update_vectors, strict=True):
@@ -296,7 +297,6 @@ class AsyncMemory:
                     text=new_text,
                     embedding=vector,
                     metadata=meta,
-                    text_search_config=self._db.settings.text_search_config,
                 )
                 if changed is None:
                     raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
@@ -314,40 +314,25 @@ class AsyncMemory:
                 await self._audit(conn, "add", scope.user_id if additions else None, results)
         return {"results": results}
 
-    async def _write_new(
-        self,
-        conn: AsyncConnection,
-        scope: Scope,
-        items: Sequence[NewMemory],
-        *,
-        audited: new_memories.Audit | None = None,
-    ) -> None:
-        """New memories of the scope, their ADD events, the collection and user rows they need, and the
-        call's audit row when ``audited`` is given: one statement."""
-        if not items:
-            await self._record(conn, audited)
-            return
-        await new_memories.write(
-            conn,
+    def _new(self, scope: Scope, items: Sequence[NewMemory], audited: audit.Entry | None) -> Statement:
+        """The statement writing new memories of the scope with their ADD events, the collection and user
+        rows they need, and the call's audit row when ``audited`` is given."""
+        return saves.add(
             org_id=self.org_id,
             collection=self.collection,
             user_id=scope.user_id,
             agent_id=scope.agent_id,
             at=datetime.now(timezone.utc),
             items=items,
-            text_search_config=self._db.settings.text_search_config,
-            audit=audited,
+            audited=audited,
         )
 
-    def _audited(
-        self, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
-    ) -> new_memories.Audit | None:
+    def _audited(self, method: str, user_id: str | None, results: Sequence[dict[str, Any]]) -> audit.Entry | None:
         """The audit row of a public call (None when auditing is off); ``user_id`` only when the call
         wrote that user's row for sure."""
-        if not self._db.settings.audit:
-            return None
-        return new_memories.Audit(
-            method=f"mem0.{method}",
+        return audit.entry(
+            self._db.settings.audit,
+            f"mem0.{method}",
             user_id=(user_id or None) if results else None,
             ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
         )
@@ -356,13 +341,7 @@ class AsyncMemory:
         self, conn: AsyncConnection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
     ) -> None:
         """One audit row per public call, in its transaction."""
-        await self._record(conn, self._audited(method, user_id, results))
-
-    async def _record(self, conn: AsyncConnection, audited: new_memories.Audit | None) -> None:
-        if audited is not None:
-            await self._db.audit(
-                conn, org_id=self.org_id, method=audited.method, user_id=audited.user_id, ids=audited.ids
-            )
+        await audit.record(conn, org_id=self.org_id, audited=self._audited(method, user_id, results))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -389,8 +368,7 @@ class AsyncMemory:
         (vector,) = await self._embed([query], query=True)
         exact = filter_language.uses_user_scope(combined)
         # One statement unless the HNSW options are set first or the full-text list is read too.
-        one_statement = exact and not self.config.hybrid_search
-        async with self._db.transaction(org_id=self.org_id, one_statement=one_statement) as conn:
+        async with self._db.transaction(org_id=self.org_id) as conn:
             (hits,) = await nearest(
                 conn,
                 org_id=self.org_id,
@@ -407,7 +385,6 @@ class AsyncMemory:
                     query=query,
                     where=where,
                     k=top_k,
-                    text_search_config=self._db.settings.text_search_config,
                 )
                 hits = fused(hits, lexical, top_k)
         found = [(row, score) for row, score in hits if threshold is None or score >= threshold]
@@ -422,27 +399,16 @@ class AsyncMemory:
         if parsed is None:
             return None
         async with self._db.transaction(org_id=self.org_id) as conn:
-            row = (
-                await conn.execute(
-                    select(*MEMORY_FIELDS).where(
-                        memories_table.c.org_id == self.org_id, memories_table.c.memory_id == parsed
-                    )
-                )
-            ).one_or_none()
-        return item_of(row._asdict()) if row else None
+            row = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
+        return item_of(row) if row else None
 
     async def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
         """Up to ``top_k`` memories matching ``filters``, newest first."""
         _, where = combined_filters(filters, kwargs)
         check_top_k(top_k)
         async with self._db.transaction(org_id=self.org_id) as conn:
-            rows = await conn.execute(
-                select(*MEMORY_FIELDS)
-                .where(memories_table.c.org_id == self.org_id, where)
-                .order_by(memories_table.c.obtained_at.desc(), memories_table.c.seq.desc())
-                .limit(top_k)
-            )
-            return {"results": [item_of(row._asdict()) for row in rows]}
+            rows = await memories.newest(conn, org_id=self.org_id, where=where, limit=top_k)
+        return {"results": [item_of(row) for row in rows]}
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after."""
@@ -479,13 +445,7 @@ class AsyncMemory:
         missing = MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
         async with self._db.transaction(org_id=self.org_id) as conn:
             # Locked as it is read: a concurrent delete cannot slip in before the rewrite below.
-            current = (
-                await conn.execute(
-                    select(memories_table.c.metadata)
-                    .where(memories_table.c.org_id == self.org_id, memories_table.c.memory_id == parsed)
-                    .with_for_update()
-                )
-            ).scalar_one_or_none()
+            current = await memories.lock_metadata(conn, org_id=self.org_id, memory_id=parsed)
             if current is None:
                 raise missing
             kept = {k: v for k, v in current.items() if k in SESSION_KEYS}
@@ -497,7 +457,6 @@ class AsyncMemory:
                 text=data,
                 embedding=vector,
                 metadata={**given, **kept, "updated_at": now_iso()},
-                text_search_config=self._db.settings.text_search_config,
             )
             if changed is None:
                 raise missing
@@ -532,16 +491,7 @@ class AsyncMemory:
             )
         scope = scope_of(user_id, agent_id, run_id)
         async with self._db.transaction(org_id=self.org_id) as conn:
-            doomed = (
-                (
-                    await conn.execute(
-                        select(memories_table.c.memory_id).where(memories_table.c.org_id == self.org_id, scope.where())
-                    )
-                )
-                .scalars()
-                .all()
-            )
-            gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=list(doomed))
+            gone = await memories.delete_where(conn, org_id=self.org_id, where=scope.where())
             await history.record(
                 conn,
                 org_id=self.org_id,
@@ -555,7 +505,7 @@ class AsyncMemory:
     async def reset(self) -> None:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
         async with self._db.transaction(org_id=self.org_id) as conn:
-            await conn.execute(delete(organizations).where(organizations.c.org_id == self.org_id))
+            await orgs.delete(conn, org_id=self.org_id)
 
 
 def fused(

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, true
+from sqlalchemy import ColumnElement
 
+from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
-from memora_pg.mem0 import filters as filter_language
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
-from memora_pg.schema import memories as memories_table
 
 NO_USER = ""
 NO_AGENT = ""
@@ -33,16 +33,10 @@ class Scope:
     agent_id: str
     run_id: str | None
 
-    def where(self) -> Any:
+    def where(self) -> ColumnElement[bool]:
         """Memories of exactly this user/agent/run scope (an absent id does not narrow)."""
-        conditions = []
-        if self.user_id:
-            conditions.append(memories_table.c.user_id == self.user_id)
-        if self.agent_id:
-            conditions.append(memories_table.c.agent_id == self.agent_id)
-        if self.run_id:
-            conditions.append(memories_table.c.metadata.op("@>")(jsonb({"run_id": self.run_id})))
-        return and_(true(), *conditions)
+        given = {"user_id": self.user_id, "agent_id": self.agent_id, "run_id": self.run_id}
+        return filter_language.compile_filters({key: value for key, value in given.items() if value})
 
 
 RRF_K = 60
@@ -50,13 +44,6 @@ RRF_K = 60
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
-
-
-def jsonb(value: dict[str, Any]) -> Any:
-    from sqlalchemy import cast, literal
-    from sqlalchemy.dialects.postgresql import JSONB
-
-    return cast(literal(value, JSONB), JSONB)
 
 
 def optional_id(name: str, value: object) -> str:
@@ -131,7 +118,16 @@ def actor_of(message: dict[str, str]) -> dict[str, str]:
 
 def new_memory(text: str, metadata: dict[str, Any]) -> NewMemory:
     check.memory_text(text)
-    return NewMemory(memory_id=uuid.uuid4(), text=text, positions=(), metadata=metadata)
+    return NewMemory(memory_id=uuid.uuid4(), text=text, positions=(), metadata=json_metadata(metadata))
+
+
+def json_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata``, refused with DuragValidationError unless it is JSON (no datetimes, no NaN)."""
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise DuragValidationError(f"metadata must be JSON: {error}") from error
+    return metadata
 
 
 def with_vector(item: NewMemory, vector: list[float]) -> NewMemory:

@@ -75,7 +75,7 @@ from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg import vector_params
-from memora_pg.db import Database, from_json, sql
+from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import (
     ConfigurationError,
@@ -84,8 +84,9 @@ from memora_pg.errors import (
     NotFoundError,
     database_errors,
 )
-from memora_pg.graph.contents import canonical_json
+from memora_pg.graph.autogen_contents import canonical_json
 from memora_pg.ops.indexes import build_memory
+from memora_pg.statements import from_json, sql
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
 

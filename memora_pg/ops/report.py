@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy.engine import Row
 
-from memora_pg.db import Database, sql, unit_of_work
+from memora_pg.db import Database, unit_of_work
 from memora_pg.errors import ConfigurationError, DatabaseError, InvalidInputError
 from memora_pg.graph import validate as check
+from memora_pg.statements import sql
 
 BUSIEST_USERS = 10
 BUSIEST_AGENTS = 20

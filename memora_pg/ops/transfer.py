@@ -78,7 +78,7 @@ from sqlalchemy.dialects.postgresql import REGCLASS, REGCONFIG, TSVECTOR
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import migrations
-from memora_pg.db import Database, sql
+from memora_pg.db import Database
 from memora_pg.errors import (
     AlreadyExistsError,
     ConfigurationError,
@@ -101,6 +101,7 @@ from memora_pg.schema import (
     organizations,
     users,
 )
+from memora_pg.statements import sql
 
 __all__ = ["EXCLUDED_TABLES", "EXPORTED_TABLES", "FORMAT", "FORMAT_END", "VERSION", "export", "import_"]
 

@@ -28,8 +28,8 @@ from memora_pg.autogen import (
     SystemMessage,
 )
 from memora_pg.embeddings import HashEmbedder, LocalEmbedder
-from memora_pg.graph import contents
-from memora_pg.graph.contents import MAX_BYTES, MAX_TEXT_CHARS
+from memora_pg.graph import autogen_contents as contents
+from memora_pg.graph.autogen_contents import MAX_BYTES, MAX_TEXT_CHARS
 from tests.integration.helpers import world
 
 # A 1x1 PNG (red), small enough to inline.

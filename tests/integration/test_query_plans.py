@@ -17,11 +17,10 @@ from sqlalchemy.sql.expression import ClauseElement, Executable
 from memora_pg import vector_params
 from memora_pg.db import with_vector_codec
 from memora_pg.graph import memories
-from memora_pg.graph.search import nearest_statement, query_vectors
-from memora_pg.mem0.filters import compile_filters
+from memora_pg.graph.filters import compile_filters
+from memora_pg.graph.search import nearest_statement, query_vectors, search_sql
 from memora_pg.migrations import MigrationOptions, upgrade
 from memora_pg.schema import memories as memories_table
-from memora_pg.vector import search_sql
 from tests.conftest import _create_database, _drop_database
 
 DIMENSIONS = 32
@@ -161,7 +160,7 @@ def _nodes(plan: str) -> list[tuple[str, str | None, str | None]]:
 async def test_user_memory_listing_uses_the_recency_index(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
     """get_all_user_memories finds the user's rows by a (org_id, user_id, ...) btree; at scale it reads
     (org_id, user_id, obtained_at desc, seq desc) in order, without sorting."""
-    listing = memories.LIST_FOR_USER.replace("{agent_filter}", "")
+    listing = memories.LIST_FOR_USER
     plan = await _explain(seeded, listing, {"org_id": "org", "user_id": "u7", "skip": 0, "limit": 50})
     nodes = _nodes(plan)
     assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)

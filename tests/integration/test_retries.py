@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg.db import unit_of_work
+from memora_pg import PostgresGraphDB, Settings
+from memora_pg.db import RETRIES, Database, unit_of_work
+from memora_pg.embeddings import HashEmbedder
 from memora_pg.errors import DatabaseError, TransientDatabaseError
-from memora_pg.graph.store import RETRIES, retried
+from tests.conftest import TEST_SCHEMA
+from tests.integration.helpers import chat, payload, world
 
 
 async def test_a_real_deadlock_is_a_transient_error(engine: AsyncEngine) -> None:
@@ -35,32 +39,100 @@ async def test_a_real_deadlock_is_a_transient_error(engine: AsyncEngine) -> None
     assert "40P01" in str(failures[0])
 
 
-async def test_retried_runs_again_after_a_lost_race_and_gives_up_after_three() -> None:
-    """A write that loses a race twice succeeds on the third attempt; one that always loses raises."""
+class CountingEmbedder(HashEmbedder):
+    """A HashEmbedder that counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.texts = 0
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += len(texts)
+        return await super().embed_documents(texts)
+
+
+async def _fail_memory_inserts(engine: AsyncEngine, times: int) -> None:
+    """The next ``times`` inserts into memories fail with a serialization failure (SQLSTATE 40001).
+
+    The count lives in a sequence, which a rolled-back transaction does not roll back.
+    """
+    async with engine.begin() as conn:
+        await conn.execute(text(f"CREATE SEQUENCE {TEST_SCHEMA}.injected_failures"))
+        await conn.execute(
+            text(
+                f"""CREATE FUNCTION {TEST_SCHEMA}.fail_some() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF nextval('{TEST_SCHEMA}.injected_failures') <= {times} THEN
+                        RAISE EXCEPTION 'injected' USING ERRCODE = '40001';
+                    END IF;
+                    RETURN NEW;
+                END $$"""
+            )
+        )
+        await conn.execute(
+            text(
+                f"CREATE TRIGGER fail_some BEFORE INSERT ON {TEST_SCHEMA}.memories"
+                f" FOR EACH ROW EXECUTE FUNCTION {TEST_SCHEMA}.fail_some()"
+            )
+        )
+
+
+async def _remove_injection(engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(text(f"DROP TRIGGER fail_some ON {TEST_SCHEMA}.memories"))
+        await conn.execute(text(f"DROP FUNCTION {TEST_SCHEMA}.fail_some()"))
+        await conn.execute(text(f"DROP SEQUENCE {TEST_SCHEMA}.injected_failures"))
+
+
+@pytest.mark.parametrize("chains", ["branch", "linear"])
+async def test_a_save_that_loses_a_race_is_retried_without_embedding_again(
+    engine: AsyncEngine, settings: Settings, chains: str
+) -> None:
+    """Two injected serialization failures: the save commits on its third attempt, and embeds once."""
+    embedder = CountingEmbedder()
+    graph = PostgresGraphDB(
+        engine, settings=settings.model_copy(update={"contradiction_chains": chains}), embedder=embedder
+    )
+    w = await world(graph)
+    await _fail_memory_inserts(engine, times=2)
+    try:
+        interaction_id, _ = await graph.save_interaction_with_memories(
+            w.org_id, w.agent_id, w.user_id, payload(chat("hi", "hello"), [("a fact", [0]), ("another", [1])])
+        )
+    finally:
+        await _remove_injection(engine)
+    assert embedder.texts == 2
+    stored = await graph.get_interaction(w.org_id, w.user_id, interaction_id)
+    assert sorted(m.memory for m in stored.memories) == ["a fact", "another"]
+
+
+async def test_a_save_that_keeps_losing_raises_and_writes_nothing(engine: AsyncEngine, settings: Settings) -> None:
+    """A save that loses every attempt is a TransientDatabaseError after RETRIES attempts, with nothing written."""
+    embedder = CountingEmbedder()
+    graph = PostgresGraphDB(engine, settings=settings, embedder=embedder)
+    w = await world(graph)
+    await _fail_memory_inserts(engine, times=RETRIES)
+    try:
+        with pytest.raises(TransientDatabaseError):
+            await graph.save_interaction_with_memories(
+                w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("x", [0])])
+            )
+    finally:
+        await _remove_injection(engine)
+    assert embedder.texts == 1
+    assert await graph.get_all_user_interactions(w.org_id, w.user_id) == []
+
+
+async def test_a_failure_that_is_not_a_race_is_not_retried(engine: AsyncEngine, settings: Settings) -> None:
+    """Database.retrying runs work that fails for another reason once."""
     calls = 0
 
-    @retried
-    async def flaky(losses: int) -> str:
-        nonlocal calls
-        calls += 1
-        if calls <= losses:
-            raise TransientDatabaseError("lost a race")
-        return "done"
-
-    assert await flaky(2) == "done"
-    assert calls == 3
-    calls = 0
-    with pytest.raises(TransientDatabaseError):
-        await flaky(99)
-    assert calls == RETRIES
-    calls = 0
-
-    @retried
-    async def broken() -> None:
+    async def broken(conn: AsyncConnection) -> None:
         nonlocal calls
         calls += 1
         raise DatabaseError("not a race")
 
+    database = Database(engine, settings=settings)
     with pytest.raises(DatabaseError):
-        await broken()
+        await database.retrying(broken)
     assert calls == 1

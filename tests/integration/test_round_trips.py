@@ -111,7 +111,7 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
     measured = {
         # one statement: interaction, messages, memories, sources, contrary links and audit as CTEs
         "save": await count(graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, contrary)),
-        # lock, read messages, (truncate), (append), touch, memories, sources, audit
+        # lock, read messages, (truncate), (append), touch, then one statement: memories, sources, links, audit
         "update": await count(
             graph.update_interaction_and_memories(w.org_id, w.agent_id, w.user_id, interaction_id, body)
         ),
@@ -128,7 +128,7 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
     }
     assert measured == {
         "save": 1,
-        "update": 6,
+        "update": 4,
         "get_interaction": 1,
         "get_user_memory": 1,
         "history": 1,

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects.postgresql import asyncpg, psycopg
 
 from memora_pg.errors import InvalidInputError
+from memora_pg.graph.filters import MAX_CONDITIONS, MAX_DEPTH, compile_filters, entity_ids, uses_user_scope
 from memora_pg.mem0.errors import DuragValidationError
-from memora_pg.mem0.filters import MAX_CONDITIONS, MAX_DEPTH, compile_filters, entity_ids, uses_user_scope
 
 # Named parameters (%(name)s) keep the expected SQL readable; production runs asyncpg.
 DIALECT = psycopg.dialect()  # type: ignore[no-untyped-call]

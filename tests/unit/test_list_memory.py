@@ -123,7 +123,7 @@ WITHOUT_AUTOGEN = textwrap.dedent(
     from memora_pg.autogen import (
         AUTOGEN_CORE, ListMemory, MemoryContent, MemoryMimeType, SystemMessage, to_entry, to_memory_content,
     )
-    from memora_pg.graph.contents import StoredContent
+    from memora_pg.graph.autogen_contents import StoredContent
     import uuid
 
     class Context:

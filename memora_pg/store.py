@@ -1,4 +1,4 @@
-"""``PostgresGraphDB``: Memora's ``BaseGraphDB`` on PostgreSQL.
+"""``PostgresGraphDB``: Memora's ``BaseGraphDB`` on PostgreSQL (a face over the data layer, ``memora_pg.graph``).
 
 Every public method validates its arguments first (with upstream's messages), computes any
 embeddings, then runs exactly one transaction that calls the data functions of
@@ -7,66 +7,36 @@ embeddings, then runs exactly one transaction that calls the data functions of
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
-import random
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
-from memora_pg.errors import InvalidInputError, NotFoundError, TransientDatabaseError
-from memora_pg.graph import agents, erase, interactions, memories, orgs, saves, users
+from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, saves, users, versions
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
-from memora_pg.graph.memories import NewMemory, Requested
+from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.versions import Requested
 from memora_pg.ids import new_memory_id, new_short_id, parse_memory_id
 from memora_pg.models import Agent, Interaction, MemoriesAndInteraction, Memory, Organization, User
+from memora_pg.statements import run
 from memora_pg.vector import PgVectorDB
 
 logger = logging.getLogger(__name__)
 
-ORG_MISSING = "Organization (`org_id`) does not exist."
-USER_MISSING = "User (`org_id`, `user_id`) does not exist."
-AGENT_MISSING = "Agent (`org_id`, `agent_id`) does not exist."
-INTERACTION_MISSING = "Interaction (`org_id`, `user_id`, `interaction_id`) does not exist."
-MEMORY_MISSING = "Memory (`org_id`, `user_id`, `memory_id`) does not exist."
 
 _DEFAULT: Any = object()
-RETRIES = 3
-
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-
-def retried(method: F) -> F:
-    """Run a write again when its transaction lost a race (deadlock, serialization failure).
-
-    Each attempt is a whole transaction that was rolled back, so a retry never doubles a write.
-    Concurrent writers that touch the same chains in different orders can deadlock under
-    READ COMMITTED; PostgreSQL then aborts one of them, and this gives it another turn.
-    """
-
-    @functools.wraps(method)
-    async def run(*args: Any, **kwargs: Any) -> Any:
-        for attempt in range(RETRIES):
-            try:
-                return await method(*args, **kwargs)
-            except TransientDatabaseError:
-                if attempt == RETRIES - 1:
-                    raise
-                await asyncio.sleep(random.uniform(0.01, 0.05) * (attempt + 1))  # noqa: S311 - jitter, not secrets
-        raise AssertionError("unreachable")
-
-    return run  # type: ignore[return-value]
 
 
 class PostgresGraphDB(BaseGraphDB):
@@ -156,7 +126,7 @@ class PostgresGraphDB(BaseGraphDB):
         org_id = new_short_id()
         async with self._db.transaction(org_id=org_id) as conn:
             org = await orgs.create(conn, org_id=org_id, org_name=org_name)
-            await self._db.audit(conn, org_id=org_id, method="create_organization")
+            await self._audit(conn, org_id=org_id, method="create_organization")
         return org
 
     async def update_organization(self, org_id: str, new_org_name: str) -> Organization:
@@ -165,16 +135,15 @@ class PostgresGraphDB(BaseGraphDB):
         async with self._db.transaction(org_id=org_id) as conn:
             org = await orgs.rename(conn, org_id=org_id, org_name=new_org_name)
             if org is not None:
-                await self._db.audit(conn, org_id=org_id, method="update_organization")
+                await self._audit(conn, org_id=org_id, method="update_organization")
         if org is None:
-            raise NotFoundError(ORG_MISSING)
+            raise NotFoundError(check.ORG_MISSING)
         return org
 
     async def delete_organization(self, org_id: str) -> None:
         """Delete the organization and everything it owns, embeddings included, in one transaction."""
         await self.erase_organization(org_id)
 
-    @retried
     async def erase_organization(self, org_id: str) -> dict[str, int]:
         """``delete_organization``, returning how many rows of each kind were removed.
 
@@ -183,18 +152,21 @@ class PostgresGraphDB(BaseGraphDB):
         """
         check.require(check.ORG_ID, org_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction(org_id=org_id) as conn:
+
+        async def work(conn: AsyncConnection) -> dict[str, int]:
             counts = await erase.erase_organization(conn, org_id=org_id)
             if foreign is not None:
                 await foreign.delete_all_organization_memories(org_id)
-        return counts
+            return counts
+
+        return await self._db.retrying(work, org_id=org_id)
 
     async def get_organization(self, org_id: str) -> Organization:
         check.require(check.ORG_ID, org_id)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             org = await orgs.get(conn, org_id=org_id)
         if org is None:
-            raise NotFoundError(ORG_MISSING)
+            raise NotFoundError(check.ORG_MISSING)
         return org
 
     async def get_all_organizations(self, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
@@ -213,7 +185,7 @@ class PostgresGraphDB(BaseGraphDB):
         async with self._db.transaction(org_id=org_id) as conn:
             agent = await agents.create(conn, org_id=org_id, agent_label=agent_label, user_id=owner)
             if agent is not None:
-                await self._db.audit(conn, org_id=org_id, method="create_agent", user_id=owner, agent_id=agent.agent_id)
+                await self._audit(conn, org_id=org_id, method="create_agent", user_id=owner, agent_id=agent.agent_id)
         if agent is None:
             raise NotFoundError("Failed to create agent.")
         return agent
@@ -224,9 +196,9 @@ class PostgresGraphDB(BaseGraphDB):
         async with self._db.transaction(org_id=org_id) as conn:
             agent = await agents.relabel(conn, org_id=org_id, agent_id=agent_id, agent_label=new_agent_label)
             if agent is not None:
-                await self._db.audit(conn, org_id=org_id, method="update_agent", agent_id=agent_id)
+                await self._audit(conn, org_id=org_id, method="update_agent", agent_id=agent_id)
         if agent is None:
-            raise NotFoundError(AGENT_MISSING)
+            raise NotFoundError(check.AGENT_MISSING)
         return agent
 
     async def delete_agent(self, org_id: str, agent_id: str) -> None:
@@ -234,14 +206,14 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
         async with self._db.transaction(org_id=org_id) as conn:
             if await agents.delete_one(conn, org_id=org_id, agent_id=agent_id):
-                await self._db.audit(conn, org_id=org_id, method="delete_agent", agent_id=agent_id)
+                await self._audit(conn, org_id=org_id, method="delete_agent", agent_id=agent_id)
 
     async def get_agent(self, org_id: str, agent_id: str) -> Agent:
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             agent = await agents.get(conn, org_id=org_id, agent_id=agent_id)
         if agent is None:
-            raise NotFoundError(AGENT_MISSING)
+            raise NotFoundError(check.AGENT_MISSING)
         return agent
 
     async def get_all_org_agents(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[Agent]:
@@ -268,7 +240,7 @@ class PostgresGraphDB(BaseGraphDB):
         async with self._db.transaction(org_id=org_id) as conn:
             user = await users.create(conn, org_id=org_id, user_name=user_name)
             if user is not None:
-                await self._db.audit(conn, org_id=org_id, method="create_user", user_id=user.user_id)
+                await self._audit(conn, org_id=org_id, method="create_user", user_id=user.user_id)
         if user is None:
             raise NotFoundError("Failed to create user.")
         return user
@@ -279,16 +251,15 @@ class PostgresGraphDB(BaseGraphDB):
         async with self._db.transaction(org_id=org_id) as conn:
             user = await users.rename(conn, org_id=org_id, user_id=user_id, user_name=new_user_name)
             if user is not None:
-                await self._db.audit(conn, org_id=org_id, method="update_user", user_id=user_id)
+                await self._audit(conn, org_id=org_id, method="update_user", user_id=user_id)
         if user is None:
-            raise NotFoundError(USER_MISSING)
+            raise NotFoundError(check.USER_MISSING)
         return user
 
     async def delete_user(self, org_id: str, user_id: str) -> None:
         """Delete the user with its interactions, memories, embeddings and user-specific agents."""
         await self.erase_user(org_id, user_id)
 
-    @retried
     async def erase_user(self, org_id: str, user_id: str) -> dict[str, int]:
         """``delete_user``, returning how many rows of each kind were removed.
 
@@ -297,20 +268,23 @@ class PostgresGraphDB(BaseGraphDB):
         """
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction(org_id=org_id) as conn:
+
+        async def work(conn: AsyncConnection) -> dict[str, int]:
             counts = await erase.erase_user(conn, org_id=org_id, user_id=user_id)
             if counts["users"]:
-                await self._db.audit(conn, org_id=org_id, method="erase_user", ids={"removed": counts})
+                await self._audit(conn, org_id=org_id, method="erase_user", ids={"removed": counts})
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
-        return counts
+            return counts
+
+        return await self._db.retrying(work, org_id=org_id)
 
     async def get_user(self, org_id: str, user_id: str) -> User:
         check.require(check.ORG_AND_USER, org_id, user_id)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             user = await users.get(conn, org_id=org_id, user_id=user_id)
         if user is None:
-            raise NotFoundError(USER_MISSING)
+            raise NotFoundError(check.USER_MISSING)
         return user
 
     async def get_all_org_users(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[User]:
@@ -322,7 +296,6 @@ class PostgresGraphDB(BaseGraphDB):
 
     # -- interactions --------------------------------------------------------------------
 
-    @retried
     async def save_interaction_with_memories(
         self, org_id: str, agent_id: str, user_id: str, memories_and_interaction: MemoriesAndInteraction
     ) -> tuple[str, datetime]:
@@ -334,48 +307,62 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         write = await self._prepare(memories_and_interaction)
         interaction_id = new_short_id()
-        linear = self.settings.contradiction_chains == "linear"
-        async with self._db.transaction(org_id=org_id, one_statement=not linear and write.foreign is None) as conn:
-            if linear:
-                unlinked = await self._save_linear(conn, org_id, user_id, agent_id, interaction_id, write)
+        audited = self._entry(
+            "save_interaction_with_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
+        )
+        if self.settings.contradiction_chains == "linear":
+            unlinked = await self._db.retrying(
+                lambda conn: self._save_linear(conn, org_id, user_id, agent_id, interaction_id, write, audited),
+                org_id=org_id,
+            )
+        else:
+            statement = saves.save(
+                org_id=org_id,
+                user_id=user_id,
+                agent_id=agent_id,
+                interaction_id=interaction_id,
+                at=write.at,
+                messages=write.messages,
+                items=write.items,
+                audited=audited,
+            )
+            if write.foreign is None:
+                rows = await self._db.execute_one(statement, org_id=org_id)
             else:
-                saved = await saves.save(
-                    conn,
-                    org_id=org_id,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    interaction_id=interaction_id,
-                    at=write.at,
-                    messages=write.messages,
-                    items=write.items,
-                    searchable=write.native is not None,
-                    text_search_config=self.settings.text_search_config,
-                    audit_method="save_interaction_with_memories" if self.settings.audit else None,
-                )
-                _owners_exist(saved.user_exists, saved.agent_exists)
-                unlinked = saved.unlinked
-                await self._write_foreign(org_id, user_id, agent_id, write)
+
+                async def save_with_foreign(conn: AsyncConnection) -> Sequence[Row[Any]]:
+                    rows = await run(conn, statement)
+                    _owners_exist(saves.saved(rows, write.items))
+                    await self._write_foreign(org_id, user_id, agent_id, write)
+                    return rows
+
+                rows = await self._db.retrying(save_with_foreign, org_id=org_id)
+            saved = saves.saved(rows, write.items)
+            _owners_exist(saved)
+            unlinked = saved.unlinked
         _warn_unlinked(unlinked)
         return interaction_id, write.at
 
     async def _save_linear(
-        self, conn: AsyncConnection, org_id: str, user_id: str, agent_id: str, interaction_id: str, write: _Write
+        self,
+        conn: AsyncConnection,
+        org_id: str,
+        user_id: str,
+        agent_id: str,
+        interaction_id: str,
+        write: _Write,
+        audited: audit.Entry | None,
     ) -> list[uuid.UUID]:
         """A save statement by statement: linear chains lock and read each chain before linking to it."""
         user_exists, agent_exists = await interactions.create(
             conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=write.at
         )
-        _owners_exist(user_exists, agent_exists)
+        _owners_exist(saves.Saved(user_exists, agent_exists, []))
         await interactions.append_messages(
             conn, org_id=org_id, interaction_id=interaction_id, start=0, new=write.messages
         )
-        unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
-        await self._audit_write(
-            conn, "save_interaction_with_memories", org_id, user_id, agent_id, interaction_id, write
-        )
-        return unlinked
+        return await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write, audited)
 
-    @retried
     async def update_interaction_and_memories(
         self,
         org_id: str,
@@ -392,14 +379,18 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
         write = await self._prepare(updated_memories_and_interaction)
-        async with self._db.transaction(org_id=org_id) as conn:
+        audited = self._entry(
+            "update_interaction_and_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
+        )
+
+        async def work(conn: AsyncConnection) -> list[uuid.UUID]:
             locked = await interactions.lock_for_update(
                 conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, agent_id=agent_id
             )
             if locked is None:
-                raise NotFoundError(INTERACTION_MISSING)
+                raise NotFoundError(check.INTERACTION_MISSING)
             stored, agent_exists = locked
-            _owners_exist(True, agent_exists)
+            _owners_exist(saves.Saved(True, agent_exists, []))
             start = interactions.divergence(stored, write.messages)
             if start < len(stored):
                 await interactions.truncate_messages(conn, org_id=org_id, interaction_id=interaction_id, start=start)
@@ -407,11 +398,9 @@ class PostgresGraphDB(BaseGraphDB):
                 conn, org_id=org_id, interaction_id=interaction_id, start=start, new=write.messages[start:]
             )
             await interactions.touch(conn, org_id=org_id, interaction_id=interaction_id, agent_id=agent_id, at=write.at)
-            unlinked = await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write)
-            await self._audit_write(
-                conn, "update_interaction_and_memories", org_id, user_id, agent_id, interaction_id, write
-            )
-        _warn_unlinked(unlinked)
+            return await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write, audited)
+
+        _warn_unlinked(await self._db.retrying(work, org_id=org_id))
         return interaction_id, write.at
 
     async def _prepare(self, given: object) -> _Write:
@@ -429,20 +418,30 @@ class PostgresGraphDB(BaseGraphDB):
         )
 
     async def _write_memories(
-        self, conn: AsyncConnection, org_id: str, user_id: str, agent_id: str, interaction_id: str, write: _Write
+        self,
+        conn: AsyncConnection,
+        org_id: str,
+        user_id: str,
+        agent_id: str,
+        interaction_id: str,
+        write: _Write,
+        audited: audit.Entry | None,
     ) -> list[uuid.UUID]:
-        unlinked = await memories.insert_many(
-            conn,
+        """The new memories of an interaction written statement by statement; the ones left unlinked."""
+        linear = self.settings.contradiction_chains == "linear"
+        statement = saves.write(
             org_id=org_id,
             user_id=user_id,
             agent_id=agent_id,
             interaction_id=interaction_id,
-            obtained_at=write.at,
+            at=write.at,
             items=write.items,
-            text_search_config=self.settings.text_search_config,
-            searchable=write.native is not None,
-            linear=self.settings.contradiction_chains == "linear",
+            link=not linear,
+            audited=audited,
         )
+        unlinked = saves.written(await run(conn, statement), write.items).unlinked
+        if linear:
+            unlinked = await versions.link_linear(conn, org_id=org_id, user_id=user_id, contrary=write.items)
         await self._write_foreign(org_id, user_id, agent_id, write)
         return unlinked
 
@@ -472,7 +471,7 @@ class PostgresGraphDB(BaseGraphDB):
                 with_memories=bool(with_memories),
             )
         if found is None:
-            raise NotFoundError(INTERACTION_MISSING)
+            raise NotFoundError(check.INTERACTION_MISSING)
         return found
 
     async def get_all_user_interactions(
@@ -498,19 +497,19 @@ class PostgresGraphDB(BaseGraphDB):
                 limit=limit,
             )
 
-    @retried
     async def delete_user_interaction_and_its_memories(self, org_id: str, user_id: str, interaction_id: str) -> None:
         """Delete the interaction, its messages and the memories it produced; raises if it does not exist."""
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction(org_id=org_id) as conn:
+
+        async def work(conn: AsyncConnection) -> None:
             doomed = await interactions.memory_ids(conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id)
             if doomed is None:
-                raise NotFoundError(INTERACTION_MISSING)
+                raise NotFoundError(check.INTERACTION_MISSING)
             await interactions.delete_one(
                 conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, memory_ids=doomed
             )
-            await self._db.audit(
+            await self._audit(
                 conn,
                 org_id=org_id,
                 method="delete_user_interaction_and_its_memories",
@@ -520,17 +519,21 @@ class PostgresGraphDB(BaseGraphDB):
             if foreign is not None and doomed:
                 await foreign.delete_memories([str(memory_id) for memory_id in doomed])
 
-    @retried
+        await self._db.retrying(work, org_id=org_id)
+
     async def delete_all_user_interactions_and_their_memories(self, org_id: str, user_id: str) -> None:
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction(org_id=org_id) as conn:
+
+        async def work(conn: AsyncConnection) -> None:
             if await interactions.delete_for_user(conn, org_id=org_id, user_id=user_id):
-                await self._db.audit(
+                await self._audit(
                     conn, org_id=org_id, method="delete_all_user_interactions_and_their_memories", user_id=user_id
                 )
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
+
+        await self._db.retrying(work, org_id=org_id)
 
     # -- memories ------------------------------------------------------------------------
 
@@ -559,7 +562,7 @@ class PostgresGraphDB(BaseGraphDB):
         # Under row-level security the transaction sees one organization: the first one named.
         org_id = requests[0].org_id if requests else None
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await memories.resolve(conn, requests, len(batch_org_user_mem_ids))
+            return await versions.resolve(conn, requests, len(batch_org_user_mem_ids))
 
     async def get_user_memory(self, org_id: str, user_id: str, memory_id: str) -> Memory:
         """That exact version (no resolution), rendered, with its surviving sources."""
@@ -570,7 +573,7 @@ class PostgresGraphDB(BaseGraphDB):
             async with self._db.transaction(read_only=True, org_id=org_id) as conn:
                 found = await memories.get_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
         if found is None:
-            raise NotFoundError(MEMORY_MISSING)
+            raise NotFoundError(check.MEMORY_MISSING)
         return found
 
     async def get_user_memory_history(self, org_id: str, user_id: str, memory_id: str) -> list[Memory]:
@@ -580,7 +583,7 @@ class PostgresGraphDB(BaseGraphDB):
         if parsed is None:
             return []
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await memories.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
+            return await versions.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
 
     async def get_all_user_memories(
         self, org_id: str, user_id: str, agent_id: str | None = None, skip: int = 0, limit: int = 1000
@@ -594,7 +597,6 @@ class PostgresGraphDB(BaseGraphDB):
                 conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit
             )
 
-    @retried
     async def delete_user_memory(self, org_id: str, user_id: str, memory_id: str) -> None:
         """Delete that one memory with its sources; its successors are re-attached to its predecessor."""
         check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
@@ -602,38 +604,37 @@ class PostgresGraphDB(BaseGraphDB):
         if parsed is None:
             return
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction(org_id=org_id) as conn:
+
+        async def work(conn: AsyncConnection) -> None:
             deleted = await memories.delete_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
             if deleted:
-                await self._db.audit(
+                await self._audit(
                     conn, org_id=org_id, method="delete_user_memory", user_id=user_id, ids={"memory_id": str(parsed)}
                 )
             if foreign is not None and deleted:
                 await foreign.delete_memory(str(parsed))
 
-    @retried
+        await self._db.retrying(work, org_id=org_id)
+
     async def delete_all_user_memories(self, org_id: str, user_id: str) -> None:
         """Delete every memory of the user; interactions and messages stay."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
-        async with self._db.transaction(org_id=org_id) as conn:
+
+        async def work(conn: AsyncConnection) -> None:
             if await memories.delete_for_user(conn, org_id=org_id, user_id=user_id):
-                await self._db.audit(conn, org_id=org_id, method="delete_all_user_memories", user_id=user_id)
+                await self._audit(conn, org_id=org_id, method="delete_all_user_memories", user_id=user_id)
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
 
-    async def _audit_write(
-        self,
-        conn: AsyncConnection,
-        method: str,
-        org_id: str,
-        user_id: str,
-        agent_id: str,
-        interaction_id: str,
-        write: _Write,
-    ) -> None:
-        ids = {"interaction_id": interaction_id, "memory_ids": [str(item.memory_id) for item in write.items]}
-        await self._db.audit(conn, org_id=org_id, method=method, user_id=user_id, agent_id=agent_id, ids=ids)
+        await self._db.retrying(work, org_id=org_id)
+
+    def _entry(self, method: str, **fields: Any) -> audit.Entry | None:
+        return audit.entry(self.settings.audit, method, **fields)
+
+    async def _audit(self, conn: AsyncConnection, *, org_id: str, method: str, **fields: Any) -> None:
+        """The call's audit row, in its transaction (unless auditing is off)."""
+        await audit.record(conn, org_id=org_id, audited=self._entry(method, **fields))
 
     async def _foreign_after_native_check(self) -> BaseVectorDB | None:
         return None if await self._native_vector_db() is not None else self._foreign_vector_db()
@@ -712,23 +713,18 @@ async def _embedded(native: PgVectorDB | None, items: list[NewMemory]) -> list[N
     if native is None or not items:
         return items
     vectors = await native.embed_documents([item.text for item in items])
-    return [
-        NewMemory(
-            memory_id=item.memory_id,
-            text=item.text,
-            positions=item.positions,
-            embedding=vector,
-            supersedes=item.supersedes,
-        )
-        for item, vector in zip(items, vectors, strict=True)
-    ]
+    return [replace(item, embedding=vector) for item, vector in zip(items, vectors, strict=True)]
 
 
-def _owners_exist(user_exists: bool, agent_exists: bool) -> None:
-    if not user_exists:
-        raise NotFoundError(USER_MISSING)
-    if not agent_exists:
-        raise NotFoundError(AGENT_MISSING)
+def _owners_exist(saved: saves.Saved) -> None:
+    if not saved.user_exists:
+        raise NotFoundError(check.USER_MISSING)
+    if not saved.agent_exists:
+        raise NotFoundError(check.AGENT_MISSING)
+
+
+def _ids(interaction_id: str, write: _Write) -> dict[str, Any]:
+    return {"interaction_id": interaction_id, "memory_ids": [str(item.memory_id) for item in write.items]}
 
 
 def _warn_unlinked(unlinked: list[uuid.UUID]) -> None:

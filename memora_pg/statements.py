@@ -1,0 +1,54 @@
+"""How the data layer runs its statements: named SQL constants and their parameters.
+
+Core statements find the schema through the connection's ``schema_translate_map``; a raw SQL
+constant writes ``{schema}`` where a table's schema goes, and :func:`sql` fills it in from the
+same map, so both kinds of statement always agree on where the tables are. A
+:class:`Statement` pairs a statement with its parameters, so that a call that is exactly one
+statement can be run by ``Database.execute_one`` without a transaction block around it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import TextClause
+
+
+@lru_cache(maxsize=512)
+def _in_schema(template: str, schema: str) -> TextClause:
+    return text(template.replace("{schema}", f'"{schema}"'))
+
+
+def sql(conn: AsyncConnection, template: str) -> TextClause:
+    """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
+    schema = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
+    return _in_schema(template, schema)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement and its parameters: a named SQL constant (``{schema}`` filled in when it runs)
+    or a Core statement."""
+
+    sql: str | Executable
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+async def run(conn: AsyncConnection, statement: Statement) -> Sequence[Row[Any]]:
+    """Run ``statement`` on ``conn`` and return its rows (none for a statement that returns none)."""
+    executable = sql(conn, statement.sql) if isinstance(statement.sql, str) else statement.sql
+    result = await conn.execute(executable, statement.params)
+    return result.all() if result.returns_rows else []
+
+
+def from_json(value: Any) -> Any:
+    """A json column's value: asyncpg through SQLAlchemy decodes it already, other drivers may not."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
