@@ -17,7 +17,7 @@ from tests.integration.helpers import World, chat, payload, world
 
 
 @pytest.fixture
-async def pooled(engine: AsyncEngine, database_url: str, settings: Settings) -> AsyncIterator[PostgresGraphDB]:
+async def pooled(database_url: str, settings: Settings) -> AsyncIterator[PostgresGraphDB]:
     """A graph with a pool wide enough for 50 concurrent callers (its own engine, from the URL)."""
     wide = settings.model_copy(update={"pool_size": 20, "max_overflow": 40})
     graph = PostgresGraphDB(database_url, settings=wide, embedder=HashEmbedder(384))
@@ -47,7 +47,7 @@ async def test_fifty_concurrent_updates_leave_one_consistent_chain(pooled: Postg
 
 
 async def test_concurrent_contradictions_leave_a_single_chain_when_linear(
-    engine: AsyncEngine, database_url: str, settings: Settings
+    database_url: str, settings: Settings
 ) -> None:
     """With linear chains, 20 concurrent contradictions of one memory form one chain of 21 versions, not a fork."""
     linear = settings.model_copy(update={"contradiction_chains": "linear", "pool_size": 10, "max_overflow": 20})

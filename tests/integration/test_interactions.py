@@ -76,7 +76,7 @@ async def test_flags_give_empty_lists(graph: PostgresGraphDB) -> None:
     assert bare.memories == []
 
 
-async def test_save_for_missing_user_or_agent_writes_nothing(graph: PostgresGraphDB, engine: object) -> None:
+async def test_save_for_missing_user_or_agent_writes_nothing(graph: PostgresGraphDB) -> None:
     """A missing user or agent is NotFoundError and nothing is written (scenario 18)."""
     w = await world(graph)
     with pytest.raises(NotFoundError, match=r"^User \(`org_id`, `user_id`\) does not exist\.$"):
