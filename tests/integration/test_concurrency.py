@@ -146,7 +146,9 @@ async def test_soak_of_mixed_reads_and_writes(pooled: PostgresGraphDB, engine: A
                 messages = chat(*[f"m{rng.randrange(9)}" for _ in range(rng.randrange(0, 5))])
                 target = rng.choice(interactions[i])
                 memories = await pooled.get_all_user_memories(w.org_id, w.user_id, limit=5)
-                contrary = [(f"fix {rng.randrange(99)}", [], memories[0].memory_id)] if memories else []
+                contrary: list[tuple[str, list[int], str]] = (
+                    [(f"fix {rng.randrange(99)}", [], memories[0].memory_id)] if memories else []
+                )
                 with contextlib.suppress(LookupError):  # deleted by another task meanwhile
                     await pooled.update_interaction_and_memories(
                         w.org_id, w.agent_id, w.user_id, target, payload(messages, contrary=contrary)

@@ -101,7 +101,7 @@ async def test_a_string_is_one_memory_and_ids_are_required(memory: AsyncMemory) 
     with pytest.raises(DuragValidationError, match="At least one"):
         await memory.add("x", infer=False)
     with pytest.raises(DuragValidationError):
-        await memory.add(42, user_id="u", infer=False)  # type: ignore[arg-type]
+        await memory.add(42, user_id="u", infer=False)  # type: ignore[arg-type]  # not messages, on purpose
     with pytest.raises(DuragValidationError):
         await memory.add("x", user_id="u", memory_type="semantic")
 
@@ -384,7 +384,9 @@ def test_sync_memory_from_a_mem0_config(database_url: str, llm: FakeOpenAIServer
         assert m.search("window seat", filters={"user_id": "alice"})["results"][0]["id"] == memory_id
         assert m.get_all(filters={"user_id": "alice"})["results"][0]["memory"] == "I prefer window seats"
         m.update(memory_id, "I prefer aisle seats")
-        assert m.get(memory_id)["memory"] == "I prefer aisle seats"  # type: ignore[index]
+        updated = m.get(memory_id)
+        assert updated is not None
+        assert updated["memory"] == "I prefer aisle seats"
         assert [h["event"] for h in m.history(memory_id)] == ["ADD", "UPDATE"]
         m.delete(memory_id)
         m.delete_all(user_id="alice")
