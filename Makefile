@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The upstream Memora agent with its exact pins, beside memora_pg (proves the two install together).
 MEMORA_BIN := .venv-memora/bin
 
-.PHONY: demo test lint install clean bench
+.PHONY: demo test lint install clean bench system-deps
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,15 +22,22 @@ $(MEMORA_BIN)/.installed: pyproject.toml
 	$(MEMORA_BIN)/pip check
 	touch $@
 
+# System programs the suite runs beyond Python: Debian's pgbouncer for tests/integration/test_pgbouncer.py,
+# which looks on PATH and at /usr/sbin. Installed when root (or passwordless sudo) and apt-get are here;
+# otherwise one line says what to install, rather than the suite skipping those tests.
+system-deps:
+	@command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || bash scripts/ci-system-deps.sh
+
 demo: install
 	$(BIN)/memora-pg demo
 
 # Lint and types; the upstream Memora agent's own code against memora_pg in its pinned
 # environment; then the whole suite on PostgreSQL 16 and on 18 (both from the embedded wheel).
 # MEMORA_PG_TEST_DATABASE_URL=postgresql://... runs it against another server instead.
-test: install $(MEMORA_BIN)/.installed
+test: system-deps install $(MEMORA_BIN)/.installed
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
+	$(BIN)/mypy tests
 	MEMORA_PG_TEST_POSTGRES=16 $(MEMORA_BIN)/pytest tests/upstream
 	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream
 	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream
@@ -43,6 +50,7 @@ lint: install
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/ruff format --check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
+	$(BIN)/mypy tests
 
 clean:
 	rm -rf $(VENV) .venv-memora

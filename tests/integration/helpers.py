@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -33,8 +34,8 @@ def day(n: int) -> datetime:
 
 def payload(
     messages: list[dict[str, str]],
-    memories: list[tuple[str, list[int]]] = (),  # type: ignore[assignment]
-    contrary: list[tuple[str, list[int], str]] = (),  # type: ignore[assignment]
+    memories: Sequence[tuple[str, list[int]]] = (),
+    contrary: Sequence[tuple[str, list[int], str]] = (),
     at: datetime | None = None,
 ) -> MemoriesAndInteraction:
     return MemoriesAndInteraction(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import QueuePool, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import (
@@ -354,11 +354,11 @@ async def test_unsupported_content_types_and_bad_metadata_are_refused(engine: As
     sneaky.content = [1, 2]  # type: ignore[assignment]  # no validation on assignment
     with pytest.raises(InvalidInputError, match="Unsupported content type list"):
         await memory.add(sneaky)
-    odd = MemoryContent.model_construct(content=NotContent(), mime_type=MemoryMimeType.BINARY)  # type: ignore[arg-type]
+    odd = MemoryContent.model_construct(content=NotContent(), mime_type=MemoryMimeType.BINARY)  # type: ignore[arg-type]  # unsupported
     with pytest.raises(InvalidInputError, match="Unsupported content type NotContent"):
         await memory.add(odd)
     with pytest.raises(InvalidInputError, match="MemoryContent"):
-        await memory.add("just a string")  # type: ignore[arg-type]
+        await memory.add("just a string")  # type: ignore[arg-type]  # not a MemoryContent, on purpose
     with pytest.raises(InvalidInputError, match="metadata"):
         await memory.add(MemoryContent(content="x", mime_type="text/plain", metadata={"when": object()}))
     with pytest.raises(InvalidInputError, match="NUL"):
@@ -496,11 +496,12 @@ async def test_close_disposes_an_engine_made_from_a_url(database_url: str, engin
     assert [m.content for m in await memory.list()] == ["tea"]
     own = await memory.database.raw_engine()
     assert own is not engine
-    assert own.pool.checkedin() == 1  # type: ignore[attr-defined]
+    assert isinstance(own.pool, QueuePool)
+    assert own.pool.checkedin() == 1
     await memory.close()
     await memory.close()
     assert memory.database.closed
-    assert own.pool.checkedin() == 0  # type: ignore[attr-defined]
+    assert own.pool.checkedin() == 0
 
 
 async def test_setup_creates_the_schema_on_a_fresh_database(fresh_database: str) -> None:

@@ -23,8 +23,8 @@ from memora_pg.autogen import AUTOGEN_CORE, ListMemory, MemoryContent, PostgresM
 from memora_pg.embeddings import HashEmbedder  # noqa: E402
 
 
-def postgres_memory(engine: AsyncEngine, settings: Settings, **kwargs: object) -> PostgresMemory:
-    return PostgresMemory("chat_history", engine=engine, settings=settings, embedder=HashEmbedder(384), **kwargs)  # type: ignore[arg-type]
+def postgres_memory(engine: AsyncEngine, settings: Settings, k: int = 5) -> PostgresMemory:
+    return PostgresMemory("chat_history", engine=engine, settings=settings, embedder=HashEmbedder(384), k=k)
 
 
 def test_the_protocol_types_are_autogens_own() -> None:

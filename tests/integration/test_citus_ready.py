@@ -100,7 +100,8 @@ async def test_checker_reports_every_kind_of_violation(fresh_engine: AsyncEngine
     async with fresh_engine.begin() as conn:
         await conn.execute(text("CREATE TABLE public.outside (org_id text PRIMARY KEY)"))
         raw = await conn.get_raw_connection()
-        await raw.driver_connection.execute(BAD_SCHEMA)  # type: ignore[union-attr]
+        assert raw.driver_connection is not None
+        await raw.driver_connection.execute(BAD_SCHEMA)
         problems = await citus.distribution_problems(conn, "bad")
     assert {(problem.relation, problem.rule) for problem in problems} == {
         ("no_tenant", "no-org-id"),
@@ -162,8 +163,9 @@ async def test_distribution_sql_distributes_every_table_once_in_foreign_key_orde
     statements = citus.distribution_sql(SCHEMA)
     async with fresh_engine.connect() as conn:
         raw = await conn.get_raw_connection()
-        await raw.driver_connection.execute(CITUS_STAND_INS)  # type: ignore[union-attr]
-        await raw.driver_connection.execute(statements)  # type: ignore[union-attr]
+        assert raw.driver_connection is not None
+        await raw.driver_connection.execute(CITUS_STAND_INS)
+        await raw.driver_connection.execute(statements)
         calls = (
             await conn.execute(
                 text(

@@ -17,7 +17,7 @@ from tests.integration.helpers import World, chat, payload, world
 
 
 @pytest.fixture
-async def pooled(engine: AsyncEngine, database_url: str, settings: Settings) -> AsyncIterator[PostgresGraphDB]:
+async def pooled(database_url: str, settings: Settings) -> AsyncIterator[PostgresGraphDB]:
     """A graph with a pool wide enough for 50 concurrent callers (its own engine, from the URL)."""
     wide = settings.model_copy(update={"pool_size": 20, "max_overflow": 40})
     graph = PostgresGraphDB(database_url, settings=wide, embedder=HashEmbedder(384))
@@ -47,7 +47,7 @@ async def test_fifty_concurrent_updates_leave_one_consistent_chain(pooled: Postg
 
 
 async def test_concurrent_contradictions_leave_a_single_chain_when_linear(
-    engine: AsyncEngine, database_url: str, settings: Settings
+    database_url: str, settings: Settings
 ) -> None:
     """With linear chains, 20 concurrent contradictions of one memory form one chain of 21 versions, not a fork."""
     linear = settings.model_copy(update={"contradiction_chains": "linear", "pool_size": 10, "max_overflow": 20})
@@ -146,7 +146,9 @@ async def test_soak_of_mixed_reads_and_writes(pooled: PostgresGraphDB, engine: A
                 messages = chat(*[f"m{rng.randrange(9)}" for _ in range(rng.randrange(0, 5))])
                 target = rng.choice(interactions[i])
                 memories = await pooled.get_all_user_memories(w.org_id, w.user_id, limit=5)
-                contrary = [(f"fix {rng.randrange(99)}", [], memories[0].memory_id)] if memories else []
+                contrary: list[tuple[str, list[int], str]] = (
+                    [(f"fix {rng.randrange(99)}", [], memories[0].memory_id)] if memories else []
+                )
                 with contextlib.suppress(LookupError):  # deleted by another task meanwhile
                     await pooled.update_interaction_and_memories(
                         w.org_id, w.agent_id, w.user_id, target, payload(messages, contrary=contrary)

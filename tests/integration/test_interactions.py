@@ -76,7 +76,7 @@ async def test_flags_give_empty_lists(graph: PostgresGraphDB) -> None:
     assert bare.memories == []
 
 
-async def test_save_for_missing_user_or_agent_writes_nothing(graph: PostgresGraphDB, engine: object) -> None:
+async def test_save_for_missing_user_or_agent_writes_nothing(graph: PostgresGraphDB) -> None:
     """A missing user or agent is NotFoundError and nothing is written (scenario 18)."""
     w = await world(graph)
     with pytest.raises(NotFoundError, match=r"^User \(`org_id`, `user_id`\) does not exist\.$"):
@@ -118,16 +118,16 @@ async def test_upstream_payload_objects_and_dicts_are_accepted(graph: PostgresGr
     class Upstream:
         interaction = chat("hi")
         interaction_date = day(2)
-        memories = []  # noqa: RUF012
-        contrary_memories = []  # noqa: RUF012
+        memories: list[object] = []  # noqa: RUF012
+        contrary_memories: list[object] = []  # noqa: RUF012
 
     w = await world(graph)
-    await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, Upstream())  # type: ignore[arg-type]
+    await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, Upstream())  # type: ignore[arg-type]  # duck-typed
     await graph.save_interaction_with_memories(
         w.org_id,
         w.agent_id,
         w.user_id,
-        {"interaction": chat("yo"), "interaction_date": day(3)},  # type: ignore[arg-type]
+        {"interaction": chat("yo"), "interaction_date": day(3)},  # type: ignore[arg-type]  # a dict, as upstream allows
     )
     assert len(await graph.get_all_user_interactions(w.org_id, w.user_id)) == 2
     with pytest.raises(InvalidInputError):
@@ -135,7 +135,7 @@ async def test_upstream_payload_objects_and_dicts_are_accepted(graph: PostgresGr
             w.org_id,
             w.agent_id,
             w.user_id,
-            {"interaction": [{"role": None}]},  # type: ignore[arg-type]
+            {"interaction": [{"role": None}]},  # type: ignore[arg-type]  # a bad shape, on purpose
         )
 
 
@@ -275,7 +275,7 @@ async def test_listing_is_newest_first_and_pages_partition(graph: PostgresGraphD
     assert await graph.get_all_user_interactions(w.org_id, w.user_id, limit=0) == []
     assert await graph.get_all_user_interactions(w.org_id, "ghost") == []
     with pytest.raises(ValueError, match=r"`skip` and `limit` must be integers."):
-        await graph.get_all_user_interactions(w.org_id, w.user_id, skip="1")  # type: ignore[arg-type]
+        await graph.get_all_user_interactions(w.org_id, w.user_id, skip="1")  # type: ignore[arg-type]  # not an int, on purpose
     with pytest.raises(InvalidInputError):
         await graph.get_all_user_interactions(w.org_id, w.user_id, limit=-1)
 

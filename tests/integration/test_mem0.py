@@ -40,8 +40,8 @@ def _config(database_url: str, llm: FakeOpenAIServer, **store: Any) -> dict[str,
 
 
 @pytest.fixture
-async def memory(engine: AsyncEngine, database_url: str, llm: FakeOpenAIServer) -> AsyncIterator[AsyncMemory]:
-    """An AsyncMemory on the session database; the engine fixture empties the tables afterwards."""
+async def memory(database_url: str, llm: FakeOpenAIServer) -> AsyncIterator[AsyncMemory]:
+    """An AsyncMemory on the session database."""
     store = AsyncMemory.from_config(_config(database_url, llm))
     yield store
     await store.close()
@@ -101,7 +101,7 @@ async def test_a_string_is_one_memory_and_ids_are_required(memory: AsyncMemory) 
     with pytest.raises(DuragValidationError, match="At least one"):
         await memory.add("x", infer=False)
     with pytest.raises(DuragValidationError):
-        await memory.add(42, user_id="u", infer=False)  # type: ignore[arg-type]
+        await memory.add(42, user_id="u", infer=False)  # type: ignore[arg-type]  # not messages, on purpose
     with pytest.raises(DuragValidationError):
         await memory.add("x", user_id="u", memory_type="semantic")
 
@@ -270,7 +270,7 @@ async def test_full_top_k_under_a_selective_filter(memory: AsyncMemory) -> None:
     assert sorted(r["id"] for r in found["results"]) == sorted(rare)
 
 
-async def test_rerank(memory: AsyncMemory, engine: AsyncEngine, database_url: str, llm: FakeOpenAIServer) -> None:
+async def test_rerank(memory: AsyncMemory, database_url: str, llm: FakeOpenAIServer) -> None:
     """rerank=True without a reranker is an error; with the LLM reranker the order follows its scores."""
     await memory.add([{"role": "user", "content": c} for c in ("tea one", "tea two")], user_id="jake", infer=False)
     with pytest.raises(DuragValidationError, match="reranker"):
@@ -289,7 +289,7 @@ async def test_rerank(memory: AsyncMemory, engine: AsyncEngine, database_url: st
         await reranking.close()
 
 
-async def test_hybrid_search_fuses_full_text(engine: AsyncEngine, database_url: str, llm: FakeOpenAIServer) -> None:
+async def test_hybrid_search_fuses_full_text(database_url: str, llm: FakeOpenAIServer) -> None:
     """With hybrid_search, a word match ranks with the vector hits (reciprocal rank fusion)."""
     store = AsyncMemory.from_config(_config(database_url, llm, hybrid_search=True))
     try:
@@ -375,7 +375,7 @@ async def test_reset_forgets_the_collection_only(memory: AsyncMemory, database_u
         await other.close()
 
 
-def test_sync_memory_from_a_mem0_config(engine: AsyncEngine, database_url: str, llm: FakeOpenAIServer) -> None:
+def test_sync_memory_from_a_mem0_config(database_url: str, llm: FakeOpenAIServer) -> None:
     """The synchronous Memory runs a program written against the seed's API unchanged."""
     m = Memory.from_config(_config(database_url, llm))
     try:
@@ -384,7 +384,9 @@ def test_sync_memory_from_a_mem0_config(engine: AsyncEngine, database_url: str, 
         assert m.search("window seat", filters={"user_id": "alice"})["results"][0]["id"] == memory_id
         assert m.get_all(filters={"user_id": "alice"})["results"][0]["memory"] == "I prefer window seats"
         m.update(memory_id, "I prefer aisle seats")
-        assert m.get(memory_id)["memory"] == "I prefer aisle seats"  # type: ignore[index]
+        updated = m.get(memory_id)
+        assert updated is not None
+        assert updated["memory"] == "I prefer aisle seats"
         assert [h["event"] for h in m.history(memory_id)] == ["ADD", "UPDATE"]
         m.delete(memory_id)
         m.delete_all(user_id="alice")

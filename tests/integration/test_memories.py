@@ -172,7 +172,7 @@ async def test_get_all_user_memories_agent_filter_and_paging(graph: PostgresGrap
     ]
     assert pages == listed
     with pytest.raises(ValueError, match=r"`agent_id` must be a string."):
-        await graph.get_all_user_memories(w.org_id, w.user_id, agent_id=5)  # type: ignore[arg-type]
+        await graph.get_all_user_memories(w.org_id, w.user_id, agent_id=5)  # type: ignore[arg-type]  # not a str, on purpose
     with pytest.raises(InvalidInputError):
         await graph.get_all_user_memories(w.org_id, w.user_id, skip=-1)
     assert await graph.get_all_user_memories(w.org_id, "ghost") == []

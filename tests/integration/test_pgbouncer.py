@@ -150,9 +150,7 @@ async def _named_statements(engine: AsyncEngine) -> list[str]:
         return list((await conn.execute(text("SELECT name FROM pg_prepared_statements"))).scalars())
 
 
-async def test_graph_and_vector_flows_run_through_pgbouncer(
-    engine: AsyncEngine, bounced: Settings, through_bouncer: AsyncEngine
-) -> None:
+async def test_graph_and_vector_flows_run_through_pgbouncer(bounced: Settings, through_bouncer: AsyncEngine) -> None:
     """setup(), save, update, resolved fetch and both search scopes work through pgbouncer, also concurrently."""
     graph = PostgresGraphDB(settings=bounced, embedder=HashEmbedder(384))
     try:
@@ -192,7 +190,6 @@ async def test_graph_and_vector_flows_run_through_pgbouncer(
 
 
 async def test_mem0_and_autogen_run_through_pgbouncer(
-    engine: AsyncEngine,
     bounced: Settings,
     bouncer_url: str,
     through_bouncer: AsyncEngine,

@@ -183,7 +183,7 @@ filters = st.recursive(
 )
 
 
-def test_any_filter_compiles_and_runs_or_is_refused(database_url: str, engine: Any) -> None:
+def test_any_filter_compiles_and_runs_or_is_refused(database_url: str) -> None:
     """Arbitrary filter dicts (operators, nesting, injection keys) either run in SQL or are DuragValidationError."""
     loop = asyncio.new_event_loop()
     memory = AsyncMemory.from_config(

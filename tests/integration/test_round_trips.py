@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import MemoriesAndInteraction, PostgresGraphDB
@@ -88,9 +90,9 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
     w = await world(graph)
     sent = count_statements(engine)
 
-    async def count(call: object) -> int:
+    async def count(call: Awaitable[object]) -> int:
         sent.clear()
-        await call  # type: ignore[misc]
+        await call
         return len(sent)
 
     body = MemoriesAndInteraction(

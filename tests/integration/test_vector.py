@@ -22,7 +22,7 @@ from memora_pg import (
 from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.vector import PgVectorDB
-from tests.integration.helpers import chat, payload, world
+from tests.integration.helpers import World, chat, payload, world
 
 USER = MemorySearchScope.USER
 ORG = MemorySearchScope.ORGANIZATION
@@ -34,14 +34,14 @@ def _vector(graph: PostgresGraphDB) -> PgVectorDB:
     return store
 
 
-async def _facts(graph: PostgresGraphDB, w: object, facts: list[str]) -> list[str]:
+async def _facts(graph: PostgresGraphDB, w: World, facts: list[str]) -> list[str]:
     interaction_id, _ = await graph.save_interaction_with_memories(
         w.org_id,
         w.agent_id,
         w.user_id,
-        payload(chat("x"), [(f, [0]) for f in facts]),  # type: ignore[attr-defined]
+        payload(chat("x"), [(f, [0]) for f in facts]),
     )
-    found = await graph.get_interaction(w.org_id, w.user_id, interaction_id)  # type: ignore[attr-defined]
+    found = await graph.get_interaction(w.org_id, w.user_id, interaction_id)
     return [m.memory_id for m in found.memories or []]
 
 
@@ -144,8 +144,8 @@ async def test_scope_and_query_errors(graph: PostgresGraphDB) -> None:
     with pytest.raises(ValueError, match=r"^user_id is required in addition to org_id for user-specific search$"):
         await store.search_memories(["x"], USER, w.org_id)
     with pytest.raises(InvalidInputError):
-        await store.search_memories(["x"], "usr", w.org_id, w.user_id)  # type: ignore[arg-type]
-    # memora-core's own enum (any enum with the same values) and plain values are accepted
+        await store.search_memories(["x"], "usr", w.org_id, w.user_id)  # type: ignore[arg-type]  # no such scope
+    # memora-core's own enum (any enum with the same values) and plain values are accepted, beyond the annotation
     assert await store.search_memories(["x"], ForeignScope.USER, w.org_id, w.user_id) == [[]]  # type: ignore[arg-type]
     assert await store.search_memory("x", "organization", w.org_id) == []  # type: ignore[arg-type]
 

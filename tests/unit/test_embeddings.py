@@ -7,6 +7,7 @@ import importlib.util
 import math
 import sys
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import openai
@@ -43,7 +44,7 @@ class StubEmbedder:
         if self.error is not None:
             raise self.error
         if self.result is not None:
-            return self.result  # type: ignore[return-value]
+            return self.result  # type: ignore[return-value]  # whatever the test set, malformed on purpose
         return [[float(len(text)), 0.0, 1.0][: self.dimensions] for text in texts]
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -59,10 +60,10 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
-def embedder_for(server: FakeOpenAIServer, **kwargs: object) -> OpenAIEmbedder:
-    options: dict[str, object] = {"model": "fake-embed", "dimensions": 8, "api_key": "test-key"}
+def embedder_for(server: FakeOpenAIServer, **kwargs: Any) -> OpenAIEmbedder:
+    options: dict[str, Any] = {"model": "fake-embed", "dimensions": 8, "api_key": "test-key"}
     options.update(kwargs)
-    return OpenAIEmbedder(base_url=server.base_url, **options)  # type: ignore[arg-type]
+    return OpenAIEmbedder(base_url=server.base_url, **options)
 
 
 def chat_client(server: FakeOpenAIServer, timeout: float = 5.0) -> openai.AsyncOpenAI:
@@ -116,7 +117,7 @@ async def test_hash_embedder_documents_and_queries_are_identical() -> None:
 def test_hash_embedder_rejects_bad_dimensions(dimensions: object) -> None:
     """A dimension that is not a positive int is InvalidInputError."""
     with pytest.raises(InvalidInputError):
-        HashEmbedder(dimensions)  # type: ignore[arg-type]
+        HashEmbedder(dimensions)  # type: ignore[arg-type]  # bad on purpose
 
 
 @pytest.mark.parametrize("text", ["", "   ", "!?.,"])
@@ -406,7 +407,7 @@ def test_openai_embedder_validates_its_arguments() -> None:
     """Malformed settings are InvalidInputError."""
     for kwargs in ({"batch_size": 0}, {"max_retries": -1}, {"timeout": 0}, {"dimensions": -5}):
         with pytest.raises(InvalidInputError):
-            OpenAIEmbedder(api_key="k", **kwargs)  # type: ignore[arg-type]
+            OpenAIEmbedder(api_key="k", **kwargs)  # type: ignore[arg-type]  # bad values on purpose
 
 
 # -- LocalEmbedder -----------------------------------------------------------------------------

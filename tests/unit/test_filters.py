@@ -16,7 +16,7 @@ from memora_pg.graph.filters import MAX_CONDITIONS, MAX_DEPTH, compile_filters, 
 from memora_pg.mem0.errors import DuragValidationError
 
 # Named parameters (%(name)s) keep the expected SQL readable; production runs asyncpg.
-DIALECT = psycopg.dialect()  # type: ignore[no-untyped-call]
+DIALECT = psycopg.dialect()
 CONTAINS = "memories.metadata @> %(metadata_1)s::JSONB"
 
 
@@ -251,7 +251,7 @@ def test_deep_nesting_up_to_the_limit_compiles() -> None:
 
 def test_production_dialect_uses_positional_binds_only() -> None:
     """Under asyncpg every value is a $n parameter."""
-    compiled = compile_filters({"k": {"gt": 1}, "t": {"icontains": "x"}, "w": "*"}).compile(dialect=asyncpg.dialect())  # type: ignore[no-untyped-call]
+    compiled = compile_filters({"k": {"gt": 1}, "t": {"icontains": "x"}, "w": "*"}).compile(dialect=asyncpg.dialect())
     assert "$1::VARCHAR" in str(compiled)
     assert "%(" not in str(compiled)
 
@@ -474,7 +474,7 @@ def test_entity_ids_validate_the_whole_filter_first() -> None:
     with pytest.raises(DuragValidationError, match="unknown operator"):
         entity_ids({"user_id": "u1", "tag": {"regex": "x"}})
     with pytest.raises(DuragValidationError, match="must be a dict"):
-        entity_ids(["user_id"])  # type: ignore[arg-type]
+        entity_ids(["user_id"])  # type: ignore[arg-type]  # not a dict, on purpose
 
 
 @pytest.mark.parametrize(
