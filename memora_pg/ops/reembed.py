@@ -74,7 +74,7 @@ from typing import Any
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg import vector_params
+from memora_pg import catalog, vector_params
 from memora_pg.db import Database, from_json, sql
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import (
@@ -189,22 +189,8 @@ def embedder_name(embedder: Embedder) -> str:
 # -- statements ------------------------------------------------------------------------------
 # {table}, {key}, {text} and {after} come from _VectorTable constants, {schema} from sql().
 
-_COLUMNS = """
-SELECT c.relname AS table_name, a.attname AS column_name, a.atttypmod AS dimensions,
-       col_description(a.attrelid, a.attnum) AS comment
-FROM pg_attribute AS a
-JOIN pg_class AS c ON c.oid = a.attrelid
-JOIN pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = :schema AND c.relname IN ('memories', 'autogen_contents')
-  AND a.attname IN ('embedding', 'embedding_next') AND a.attnum > 0 AND NOT a.attisdropped
-"""
-
-# Row-level security that applies to this role would hide rows from the checks before the switch.
-_UNDER_POLICIES = """
-SELECT coalesce(bool_or(row_security_active(c.oid)), false)
-FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = :schema AND c.relname IN ('memories', 'autogen_contents')
-"""
+# The vector columns a re-embed reads from the catalog: the live one and its shadow.
+_COLUMNS = ("embedding", "embedding_next")
 
 _ORGANIZATION_EXISTS = "SELECT EXISTS (SELECT FROM {schema}.organizations WHERE org_id = :org_id)"
 
@@ -440,11 +426,9 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
     """Set up the shadow columns, or check those found; (resumed, already finished)."""
     target = run.target
     async with run.database.transaction() as conn:
-        columns = {
-            (row.table_name, row.column_name): row
-            for row in await conn.execute(text(_COLUMNS), {"schema": run.database.schema})
-        }
-        if await conn.scalar(text(_UNDER_POLICIES), {"schema": run.database.schema}):
+        columns = await catalog.vector_columns(conn, run.database.schema, columns=_COLUMNS)
+        # Row-level security that applies to this role would hide rows from the checks before the switch.
+        if await catalog.row_security_applies(conn, run.database.schema, catalog.VECTOR_TABLES):
             raise ConfigurationError(
                 "Row-level security applies to this database role, so a re-embed would not see every row: "
                 "run it as the tables' owner or a role with BYPASSRLS."
@@ -458,7 +442,7 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
             f"The schema {run.database.schema!r} has no memories table: call setup() or run 'alembic upgrade head'."
         )
     run.tables = tuple(table for table in _TABLES if (table.name, "embedding") in columns)
-    current = int(columns["memories", "embedding"].dimensions)
+    current = columns["memories", "embedding"].dimensions
     if target.org_id is not None and target.dimensions != current:
         raise InvalidInputError(
             f"The database stores vectors of {current} dimensions for every organization; one organization "
@@ -476,7 +460,7 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
     shadows = [row for (table, column), row in columns.items() if column == "embedding_next"]
     if shadows:
         found = {_Target.from_comment(row.comment) for row in shadows}
-        if found == {target} and all(int(row.dimensions) == target.dimensions for row in shadows):
+        if found == {target} and all(row.dimensions == target.dimensions for row in shadows):
             resumed = True
         elif restart:
             await _drop_shadows(run)
@@ -690,9 +674,9 @@ async def _build_index(run: _Run, session: AsyncConnection) -> None:
 async def _dimensions(run: _Run) -> int:
     """The dimension of every vector column; they must all be the target's."""
     async with run.database.transaction() as conn:
-        rows = (await conn.execute(text(_COLUMNS), {"schema": run.database.schema})).all()
-    found = {row.table_name: int(row.dimensions) for row in rows if row.column_name == "embedding"}
+        columns = await catalog.vector_columns(conn, run.database.schema, columns=_COLUMNS)
+    found = {table: vector.dimensions for (table, column), vector in columns.items() if column == "embedding"}
     wrong = {name: dims for name, dims in found.items() if dims != run.target.dimensions}
-    if wrong or any(row.column_name == "embedding_next" for row in rows):
+    if wrong or any(column == "embedding_next" for _, column in columns):
         raise DatabaseError(f"After the switch the vector columns are {found}, not {run.target.dimensions}.")
     return found["memories"]
