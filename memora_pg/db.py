@@ -433,6 +433,12 @@ class Database:
         if self._given is None and self._raw is not None:
             await self._raw.dispose()
 
+    async def __aenter__(self) -> Database:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
 
 @lru_cache(maxsize=512)
 def _in_schema(template: str, schema: str) -> TextClause:
