@@ -2,63 +2,11 @@
 
 ``await reembed(database, embedder)`` computes every searchable row's vector again with
 ``embedder`` and switches the database to it; ``org_id=`` limits the work to one organization.
-Two tables hold vectors: ``memories.embedding`` (with the HNSW index
-``ix_memories_embedding_hnsw``) and ``autogen_contents.embedding`` (text, markdown and JSON
-entries; bytes and images have no vector and keep none).
-
-How the switch stays safe while the application runs:
-
-* **A shadow column.** Each vector table gets ``embedding_next vector(M)`` (``ADD COLUMN IF NOT
-  EXISTS``: nullable, so no rewrite). The target (model name, dimension, organization) is kept
-  in the shadow column's comment. Nothing else is created outside the migrations except a
-  trigger, below; all of it disappears when the switch completes.
-* **Batches, resumable.** Rows are read in primary-key order (keyset pagination), only rows that
-  are searchable (``embedding IS NOT NULL``) and not yet done (``embedding_next IS NULL``). Each
-  batch is one read statement, the embedding call outside any transaction, and one ``UPDATE ...
-  FROM unnest(...)`` that commits. An interrupted run loses at most the batch in flight;
-  running again with the same embedder continues with the rows not done. Running again with a
-  different target is a :class:`ConfigurationError` unless ``restart=True``, which discards the
-  progress.
-* **Searches keep the old vectors.** The application reads and writes ``embedding`` only, with
-  its old embedder, until the switch; the shadow column is invisible to it.
-* **Rows the application changes meanwhile.** A batch writes a row's new vector only if the row
-  is still the version whose text was read (its ``xmin``): a row rewritten in between is left
-  for the next pass. A trigger clears ``embedding_next`` when the application later changes a
-  row's text or makes it unsearchable, so a new vector always belongs to the row's current
-  text, and only to searchable rows. New rows arrive without ``embedding_next`` and are picked
-  up by the next pass.
-* **The switch.** When a pass finds nothing left, one transaction locks both tables
-  ``IN SHARE ROW EXCLUSIVE MODE`` (writers wait, readers do not), checks that still nothing is
-  left and, for the whole database, drops the HNSW index and the old column and renames
-  ``embedding_next`` to ``embedding``: metadata changes, instant. Embedding never happens under
-  the lock: if rows appeared before the lock was granted, the lock is released, they are
-  embedded, and the switch is tried again (a bounded number of times, then
-  :class:`ReembedBusyError`; the progress is kept). ``lock_timeout`` bounds every wait for a
-  lock, so a long-running query never makes the application queue behind the switch.
-* **The index.** After the switch commits, the HNSW index is built again for the new column
-  with ``CREATE INDEX CONCURRENTLY`` (the same name, opclass ``vector_cosine_ops`` and ``WITH (m,
-  ef_construction)`` from the settings). Searches work meanwhile: organization-wide searches scan
-  exactly instead of walking the index. Until the index is valid, the new column's comment says
-  so; a run interrupted there finishes the index when run again.
-* **One organization.** The column holds every organization, so only a model of the *same*
-  dimension can be given to one organization (another dimension is an
-  :class:`InvalidInputError`). The organization's rows are filled in the shadow column the same
-  way. Then ``embedding_next`` is copied into ``embedding``, a batch per transaction in key order
-  (rows already equal are skipped, so an interrupted copy resumes too), and the locked final
-  step copies the few rows the application wrote again since, and drops the shadow column.
-  Batches keep every transaction and row lock short; the price is that during the copy the
-  organization's searches see old and new vectors side by side. Other organizations are never
-  touched. The HNSW index is maintained by the updates and not rebuilt.
-* **Cost.** Every row is updated once in the fill (and once more in the copy of one
-  organization), and each update of a ``memories`` row inserts an entry into the HNSW index:
-  that, not the embedding, bounds the rate with a fast embedder.
-
-After a whole-database switch every process must use an embedder of the new model: stores
-created before it keep their old embedder, and a ``Database`` caches the dimension it checked, so
-create new store objects (this function forgets the dimensions cached by the ``Database`` it is
-given). Dropped columns keep their space until rows are rewritten (``VACUUM FULL`` or
-``pg_repack`` give it back). Only one re-embed runs per schema at a time (an advisory lock);
-another one is a :class:`ReembedBusyError`.
+New vectors go into a shadow column, ``embedding_next``, in resumable batches while searches
+keep the old ones; a short locked switch then renames it to ``embedding`` (the whole database,
+and the HNSW index is built again CONCURRENTLY) or copies it there (one organization). After a
+whole-database switch, create new store objects with an embedder of the new model. Only one
+re-embed runs per schema at a time. The design, step by step: docs/reembedding.md.
 """
 
 from __future__ import annotations
