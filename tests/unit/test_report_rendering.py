@@ -77,22 +77,12 @@ def sample() -> Report:
 
 def empty(org_id: str = "no-such-org") -> Report:
     """What an organization without rows reports: zeros, empty lists, days without additions."""
-    return Report(
+    numbers = {"int": 0, "float": 0.0}  # the annotations are strings (from __future__ import annotations)
+    zeros = {field.name: numbers[field.type] for field in dataclasses.fields(Report) if field.type in numbers}
+    return dataclasses.replace(
+        sample(),
         org_id=org_id,
-        generated_at=day(10),
-        organizations=0,
-        users=0,
-        agents=0,
-        interactions=0,
-        messages=0,
-        memories=0,
-        current_memories=0,
-        superseded_memories=0,
-        contradiction_rate=0.0,
-        orphaned_memories=0,
-        memories_per_user_p50=0.0,
-        memories_per_user_p95=0.0,
-        memories_per_user_max=0,
+        **zeros,
         busiest_users=[],
         busiest_agents=[],
         growth=[DailyGrowth(date(2026, 1, 9), 0, 0), DailyGrowth(date(2026, 1, 10), 0, 0)],

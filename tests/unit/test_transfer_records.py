@@ -47,6 +47,20 @@ def memory_record(**changes: Any) -> dict[str, Any]:
     return record
 
 
+def content_record(**changes: Any) -> dict[str, Any]:
+    """An autogen_contents record holding bytes, without text or JSON."""
+    return {
+        "type": "autogen_contents",
+        "org_id": "o",
+        "content_id": MEMORY_ID,
+        "namespace": "default",
+        "mime_type": "application/octet-stream",
+        "metadata": {},
+        "seq": 1,
+        "created_at": "2026-01-01T12:00:00.000000+00:00",
+    } | changes
+
+
 def decode_memory(**changes: Any) -> dict[str, Any]:
     return records.decode(memories, memory_record(**changes), 2, DIMENSIONS)
 
@@ -208,17 +222,7 @@ def test_decode_an_unsearchable_memory() -> None:
 
 def test_decode_stores_sql_null_for_an_absent_json_value() -> None:
     """A null JSON column becomes SQL NULL, not JSON's null."""
-    record = {
-        "type": "autogen_contents",
-        "org_id": "o",
-        "content_id": MEMORY_ID,
-        "namespace": "default",
-        "mime_type": "application/octet-stream",
-        "content_bytes": base64.b64encode(b"\x00\xffbytes").decode("ascii"),
-        "metadata": {},
-        "seq": 1,
-        "created_at": "2026-01-01T12:00:00.000000+00:00",
-    }
+    record = content_record(content_bytes=base64.b64encode(b"\x00\xffbytes").decode("ascii"))
     row = records.decode(autogen_contents, record, 5, DIMENSIONS)
     assert isinstance(row["content_json"], Null)
     assert row["content_bytes"] == b"\x00\xffbytes"
@@ -252,17 +256,7 @@ def test_decode_refuses_a_value_its_column_cannot_take(changes: dict[str, Any], 
 
 def test_decode_refuses_bytes_that_are_not_base64() -> None:
     """A bytes column must hold strict base64."""
-    record = {
-        "type": "autogen_contents",
-        "org_id": "o",
-        "content_id": MEMORY_ID,
-        "namespace": "default",
-        "mime_type": "application/octet-stream",
-        "content_bytes": "not base64!",
-        "metadata": {},
-        "seq": 1,
-        "created_at": "2026-01-01T12:00:00.000000+00:00",
-    }
+    record = content_record(content_bytes="not base64!")
     with pytest.raises(InvalidInputError, match="not base64"):
         records.decode(autogen_contents, record, 9, DIMENSIONS)
 
