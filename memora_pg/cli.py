@@ -120,8 +120,7 @@ def _cmd_db(args: argparse.Namespace) -> int:
         return 0
 
     async def online() -> int:
-        database = Database(settings=settings)
-        try:
+        async with Database(settings=settings) as database:
             engine = await database.raw_engine()
             if args.action == "upgrade":
                 await migrations.upgrade(engine, options, args.revision)
@@ -138,8 +137,6 @@ def _cmd_db(args: argparse.Namespace) -> int:
                 f"schema {settings.db_schema!r}: revision {current or 'none'} (head {head})",
             )
             return 0
-        finally:
-            await database.close()
 
     return _run(online())
 
@@ -175,11 +172,8 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     from memora_pg.ops import doctor
 
     async def go() -> int:
-        database = Database(settings=_settings(args))
-        try:
+        async with Database(settings=_settings(args)) as database:
             checks = await doctor.diagnose(database, embedder_dimensions=args.embedding_dimensions)
-        finally:
-            await database.close()
         lines = []
         for check in checks:
             mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[check.status]
@@ -212,20 +206,19 @@ def _cmd_reembed(args: argparse.Namespace) -> int:
     embedder = parse_embedder(args.embedder, args.base_url)
 
     async def go() -> int:
-        database = Database(settings=_settings(args))
-        bar = Progress("re-embedding")
-        try:
-            result = await reembed.reembed(
-                database,
-                embedder,
-                org_id=args.org_id,
-                batch_size=args.batch_size,
-                progress=bar.update,
-                restart=args.restart,
-            )
-        finally:
-            bar.close()
-            await database.close()
+        async with Database(settings=_settings(args)) as database:
+            bar = Progress("re-embedding")
+            try:
+                result = await reembed.reembed(
+                    database,
+                    embedder,
+                    org_id=args.org_id,
+                    batch_size=args.batch_size,
+                    progress=bar.update,
+                    restart=args.restart,
+                )
+            finally:
+                bar.close()
         data = result.as_dict() if hasattr(result, "as_dict") else vars(result)
         _print(args, data, "re-embedded: " + ", ".join(f"{k}={v}" for k, v in data.items()))
         return 0
@@ -247,14 +240,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from memora_pg.ops import transfer
 
     async def go() -> int:
-        database = Database(settings=_settings(args))
-        bar = Progress("exporting", sys.stderr)
-        try:
-            with _output(args.output) as out:
-                counts = await transfer.export(database, out, org_id=args.org_id, progress=bar.update)
-        finally:
-            bar.close()
-            await database.close()
+        async with Database(settings=_settings(args)) as database:
+            bar = Progress("exporting", sys.stderr)
+            try:
+                with _output(args.output) as out:
+                    counts = await transfer.export(database, out, org_id=args.org_id, progress=bar.update)
+            finally:
+                bar.close()
         print(json.dumps(counts) if args.json else "exported: " + _counts(counts), file=sys.stderr)
         return 0
 
@@ -266,15 +258,14 @@ def _cmd_import(args: argparse.Namespace) -> int:
     from memora_pg.ops import transfer
 
     async def go() -> int:
-        database = Database(settings=_settings(args))
-        bar = Progress("importing")
-        try:
-            await database.migrate()
-            source: Any = sys.stdin if args.input == "-" else Path(args.input)
-            counts = await transfer.import_(database, source, progress=bar.update)
-        finally:
-            bar.close()
-            await database.close()
+        async with Database(settings=_settings(args)) as database:
+            bar = Progress("importing")
+            try:
+                await database.migrate()
+                source: Any = sys.stdin if args.input == "-" else Path(args.input)
+                counts = await transfer.import_(database, source, progress=bar.update)
+            finally:
+                bar.close()
         _print(args, counts, "imported: " + _counts(counts))
         return 0
 
@@ -290,11 +281,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from memora_pg.ops import report
 
     async def go() -> Any:
-        database = Database(settings=_settings(args))
-        try:
+        async with Database(settings=_settings(args)) as database:
             return await report.headline(database, org_id=args.org_id)
-        finally:
-            await database.close()
 
     found = asyncio.run(go())
     if args.html:
@@ -313,8 +301,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from memora_pg.ops import indexes
 
     async def go() -> int:
-        database = Database(settings=_settings(args))
-        try:
+        async with Database(settings=_settings(args)) as database:
             if args.action == "build":
                 await indexes.build_missing(database)
                 found = await indexes.build_hnsw(database)
@@ -322,8 +309,6 @@ def _cmd_index(args: argparse.Namespace) -> int:
                 found = await indexes.drop_hnsw(database)
             else:
                 found = await indexes.state(database)
-        finally:
-            await database.close()
         text_ = f"index mode: {found.mode}" + ("" if found.valid else " (INVALID: run memora-pg index build)")
         _print(args, {"mode": found.mode, "valid": found.valid, "definition": found.definition}, text_)
         return 0

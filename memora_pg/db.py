@@ -419,13 +419,10 @@ class Database:
         """The dimension of ``table``'s vector column (read once); another dimension is a ConfigurationError."""
         stored = self._dimensions.get(table)
         if stored is None:
+            from memora_pg import catalog
+
             async with self.transaction() as conn:
-                found = await conn.scalar(
-                    text(
-                        "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(:t) AND attname = 'embedding'"
-                    ),
-                    {"t": f'"{self.schema}".{table}'},
-                )
+                found = await catalog.vector_dimensions(conn, self.schema, table)
             if found is None:
                 raise ConfigurationError(
                     f"The schema {self.schema!r} has no {table} table: call setup() or run 'alembic upgrade head'."
@@ -446,6 +443,12 @@ class Database:
             await self._replica.dispose()
         if self._given is None and self._raw is not None:
             await self._raw.dispose()
+
+    async def __aenter__(self) -> Database:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
 
 async def _again_after_lost_races(attempt: Callable[[], Awaitable[T]]) -> T:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from sqlalchemy import text
 
-from memora_pg import migrations
+from memora_pg import catalog, migrations
 from memora_pg.db import Database
 from memora_pg.schema import metadata
 
@@ -28,13 +28,11 @@ class Check:
         return asdict(self)
 
 
-# Everything doctor needs from the catalog, in one statement.
+# Everything doctor needs from the catalog but the vector dimension (catalog.vector_dimensions), in one statement.
 FACTS = """
 SELECT current_setting('server_version_num')::int AS server_version_num,
        current_setting('server_version') AS server_version,
        (SELECT extversion FROM pg_extension WHERE extname = 'vector') AS vector_version,
-       (SELECT atttypmod FROM pg_attribute
-         WHERE attrelid = to_regclass(:memories) AND attname = 'embedding') AS dimensions,
        (SELECT coalesce(array_agg(indexname::text), '{}') FROM pg_indexes WHERE schemaname = :schema) AS indexes,
        (SELECT coalesce(array_agg(c.relname::text), '{}') FROM pg_index i
           JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -54,6 +52,7 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
     checks: list[Check] = []
     async with database.transaction() as conn:
         facts = (await conn.execute(text(FACTS), {"schema": schema, "memories": f'"{schema}".memories'})).one()
+        dimensions = await catalog.vector_dimensions(conn, schema)
         revision = await migrations.current_revision(conn, schema)
         plan = None
         if facts.has_memories:
@@ -103,20 +102,20 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
             )
         )
 
-    if facts.dimensions is not None and embedder_dimensions is not None:
-        if facts.dimensions == embedder_dimensions:
-            checks.append(Check("dimensions", "ok", f"vector({facts.dimensions}) matches the embedder"))
+    if dimensions is not None and embedder_dimensions is not None:
+        if dimensions == embedder_dimensions:
+            checks.append(Check("dimensions", "ok", f"vector({dimensions}) matches the embedder"))
         else:
             checks.append(
                 Check(
                     "dimensions",
                     "fail",
-                    f"the database stores vector({facts.dimensions}), the embedder makes {embedder_dimensions}",
+                    f"the database stores vector({dimensions}), the embedder makes {embedder_dimensions}",
                     "Configure an embedder of that dimension, or run memora-pg reembed.",
                 )
             )
-    elif facts.dimensions is not None:
-        checks.append(Check("dimensions", "ok", f"vector({facts.dimensions})"))
+    elif dimensions is not None:
+        checks.append(Check("dimensions", "ok", f"vector({dimensions})"))
 
     expected = {str(index.name) for table in metadata.sorted_tables for index in table.indexes if index.name}
     missing = sorted(expected - set(facts.indexes)) if revision == head else []

@@ -2,63 +2,11 @@
 
 ``await reembed(database, embedder)`` computes every searchable row's vector again with
 ``embedder`` and switches the database to it; ``org_id=`` limits the work to one organization.
-Two tables hold vectors: ``memories.embedding`` (with the HNSW index
-``ix_memories_embedding_hnsw``) and ``autogen_contents.embedding`` (text, markdown and JSON
-entries; bytes and images have no vector and keep none).
-
-How the switch stays safe while the application runs:
-
-* **A shadow column.** Each vector table gets ``embedding_next vector(M)`` (``ADD COLUMN IF NOT
-  EXISTS``: nullable, so no rewrite). The target (model name, dimension, organization) is kept
-  in the shadow column's comment. Nothing else is created outside the migrations except a
-  trigger, below; all of it disappears when the switch completes.
-* **Batches, resumable.** Rows are read in primary-key order (keyset pagination), only rows that
-  are searchable (``embedding IS NOT NULL``) and not yet done (``embedding_next IS NULL``). Each
-  batch is one read statement, the embedding call outside any transaction, and one ``UPDATE ...
-  FROM unnest(...)`` that commits. An interrupted run loses at most the batch in flight;
-  running again with the same embedder continues with the rows not done. Running again with a
-  different target is a :class:`ConfigurationError` unless ``restart=True``, which discards the
-  progress.
-* **Searches keep the old vectors.** The application reads and writes ``embedding`` only, with
-  its old embedder, until the switch; the shadow column is invisible to it.
-* **Rows the application changes meanwhile.** A batch writes a row's new vector only if the row
-  is still the version whose text was read (its ``xmin``): a row rewritten in between is left
-  for the next pass. A trigger clears ``embedding_next`` when the application later changes a
-  row's text or makes it unsearchable, so a new vector always belongs to the row's current
-  text, and only to searchable rows. New rows arrive without ``embedding_next`` and are picked
-  up by the next pass.
-* **The switch.** When a pass finds nothing left, one transaction locks both tables
-  ``IN SHARE ROW EXCLUSIVE MODE`` (writers wait, readers do not), checks that still nothing is
-  left and, for the whole database, drops the HNSW index and the old column and renames
-  ``embedding_next`` to ``embedding``: metadata changes, instant. Embedding never happens under
-  the lock: if rows appeared before the lock was granted, the lock is released, they are
-  embedded, and the switch is tried again (a bounded number of times, then
-  :class:`ReembedBusyError`; the progress is kept). ``lock_timeout`` bounds every wait for a
-  lock, so a long-running query never makes the application queue behind the switch.
-* **The index.** After the switch commits, the HNSW index is built again for the new column
-  with ``CREATE INDEX CONCURRENTLY`` (the same name, opclass ``vector_cosine_ops`` and ``WITH (m,
-  ef_construction)`` from the settings). Searches work meanwhile: organization-wide searches scan
-  exactly instead of walking the index. Until the index is valid, the new column's comment says
-  so; a run interrupted there finishes the index when run again.
-* **One organization.** The column holds every organization, so only a model of the *same*
-  dimension can be given to one organization (another dimension is an
-  :class:`InvalidInputError`). The organization's rows are filled in the shadow column the same
-  way. Then ``embedding_next`` is copied into ``embedding``, a batch per transaction in key order
-  (rows already equal are skipped, so an interrupted copy resumes too), and the locked final
-  step copies the few rows the application wrote again since, and drops the shadow column.
-  Batches keep every transaction and row lock short; the price is that during the copy the
-  organization's searches see old and new vectors side by side. Other organizations are never
-  touched. The HNSW index is maintained by the updates and not rebuilt.
-* **Cost.** Every row is updated once in the fill (and once more in the copy of one
-  organization), and each update of a ``memories`` row inserts an entry into the HNSW index:
-  that, not the embedding, bounds the rate with a fast embedder.
-
-After a whole-database switch every process must use an embedder of the new model: stores
-created before it keep their old embedder, and a ``Database`` caches the dimension it checked, so
-create new store objects (this function forgets the dimensions cached by the ``Database`` it is
-given). Dropped columns keep their space until rows are rewritten (``VACUUM FULL`` or
-``pg_repack`` give it back). Only one re-embed runs per schema at a time (an advisory lock);
-another one is a :class:`ReembedBusyError`.
+New vectors go into a shadow column, ``embedding_next``, in resumable batches while searches
+keep the old ones; a short locked switch then renames it to ``embedding`` (the whole database,
+and the HNSW index is built again CONCURRENTLY) or copies it there (one organization). After a
+whole-database switch, create new store objects with an embedder of the new model. Only one
+re-embed runs per schema at a time. The design, step by step: docs/reembedding.md.
 """
 
 from __future__ import annotations
@@ -74,7 +22,7 @@ from typing import Any
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg import vector_params
+from memora_pg import catalog, vector_params
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import (
@@ -83,6 +31,7 @@ from memora_pg.errors import (
     InvalidInputError,
     NotFoundError,
     database_errors,
+    sqlstate_of,
 )
 from memora_pg.graph.autogen_contents import canonical_json
 from memora_pg.ops.indexes import build_memory
@@ -190,22 +139,8 @@ def embedder_name(embedder: Embedder) -> str:
 # -- statements ------------------------------------------------------------------------------
 # {table}, {key}, {text} and {after} come from _VectorTable constants, {schema} from sql().
 
-_COLUMNS = """
-SELECT c.relname AS table_name, a.attname AS column_name, a.atttypmod AS dimensions,
-       col_description(a.attrelid, a.attnum) AS comment
-FROM pg_attribute AS a
-JOIN pg_class AS c ON c.oid = a.attrelid
-JOIN pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = :schema AND c.relname IN ('memories', 'autogen_contents')
-  AND a.attname IN ('embedding', 'embedding_next') AND a.attnum > 0 AND NOT a.attisdropped
-"""
-
-# Row-level security that applies to this role would hide rows from the checks before the switch.
-_UNDER_POLICIES = """
-SELECT coalesce(bool_or(row_security_active(c.oid)), false)
-FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
-WHERE n.nspname = :schema AND c.relname IN ('memories', 'autogen_contents')
-"""
+# The vector columns a re-embed reads from the catalog: the live one and its shadow.
+_COLUMNS = ("embedding", "embedding_next")
 
 _ORGANIZATION_EXISTS = "SELECT EXISTS (SELECT FROM {schema}.organizations WHERE org_id = :org_id)"
 
@@ -441,11 +376,9 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
     """Set up the shadow columns, or check those found; (resumed, already finished)."""
     target = run.target
     async with run.database.transaction() as conn:
-        columns = {
-            (row.table_name, row.column_name): row
-            for row in await conn.execute(text(_COLUMNS), {"schema": run.database.schema})
-        }
-        if await conn.scalar(text(_UNDER_POLICIES), {"schema": run.database.schema}):
+        columns = await catalog.vector_columns(conn, run.database.schema, columns=_COLUMNS)
+        # Row-level security that applies to this role would hide rows from the checks before the switch.
+        if await catalog.row_security_applies(conn, run.database.schema, catalog.VECTOR_TABLES):
             raise ConfigurationError(
                 "Row-level security applies to this database role, so a re-embed would not see every row: "
                 "run it as the tables' owner or a role with BYPASSRLS."
@@ -459,7 +392,7 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
             f"The schema {run.database.schema!r} has no memories table: call setup() or run 'alembic upgrade head'."
         )
     run.tables = tuple(table for table in _TABLES if (table.name, "embedding") in columns)
-    current = int(columns["memories", "embedding"].dimensions)
+    current = columns["memories", "embedding"].dimensions
     if target.org_id is not None and target.dimensions != current:
         raise InvalidInputError(
             f"The database stores vectors of {current} dimensions for every organization; one organization "
@@ -477,7 +410,7 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
     shadows = [row for (table, column), row in columns.items() if column == "embedding_next"]
     if shadows:
         found = {_Target.from_comment(row.comment) for row in shadows}
-        if found == {target} and all(int(row.dimensions) == target.dimensions for row in shadows):
+        if found == {target} and all(row.dimensions == target.dimensions for row in shadows):
             resumed = True
         elif restart:
             await _drop_shadows(run)
@@ -627,7 +560,7 @@ async def _try_switch(run: _Run) -> bool:
                         await conn.execute(_sql(conn, _FORGET_COMMENT, table))
             await conn.execute(sql(conn, _DROP_FUNCTION))
     except DatabaseError as error:
-        if _sqlstate(error) == _LOCK_NOT_AVAILABLE:
+        if sqlstate_of(error) == _LOCK_NOT_AVAILABLE:
             return False
         raise
     return True
@@ -651,15 +584,6 @@ async def _adopt_in(conn: AsyncConnection, run: _Run) -> None:
     """The rows whose vector the application wrote again since they took their new one (few: no pages)."""
     for table in run.tables:
         await conn.execute(_sql(conn, _ADOPT_FOR_ORGANIZATION, table), run.org_params)
-
-
-def _sqlstate(error: BaseException) -> str | None:
-    orig = getattr(error.__cause__, "orig", None)
-    for candidate in (orig, getattr(orig, "__cause__", None)):
-        code = getattr(candidate, "sqlstate", None)
-        if isinstance(code, str):
-            return code
-    return None
 
 
 # -- the index, and the check ----------------------------------------------------------------
@@ -691,9 +615,9 @@ async def _build_index(run: _Run, session: AsyncConnection) -> None:
 async def _dimensions(run: _Run) -> int:
     """The dimension of every vector column; they must all be the target's."""
     async with run.database.transaction() as conn:
-        rows = (await conn.execute(text(_COLUMNS), {"schema": run.database.schema})).all()
-    found = {row.table_name: int(row.dimensions) for row in rows if row.column_name == "embedding"}
+        columns = await catalog.vector_columns(conn, run.database.schema, columns=_COLUMNS)
+    found = {table: vector.dimensions for (table, column), vector in columns.items() if column == "embedding"}
     wrong = {name: dims for name, dims in found.items() if dims != run.target.dimensions}
-    if wrong or any(row.column_name == "embedding_next" for row in rows):
+    if wrong or any(column == "embedding_next" for _, column in columns):
         raise DatabaseError(f"After the switch the vector columns are {found}, not {run.target.dimensions}.")
     return found["memories"]

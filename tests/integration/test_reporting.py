@@ -1,12 +1,14 @@
-"""Reporting views (migration 0004) and the headline report built on them, on data made through the public API."""
+"""Reporting views (migration 0004) and the headline report built on them, on data made through the public API.
+
+The renderings of a report are tested without a database, in tests/unit/test_report_rendering.py.
+"""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
 from datetime import date
-from html.parser import HTMLParser
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -379,7 +381,7 @@ async def test_headline_of_an_empty_or_unknown_organization(graph: PostgresGraph
     assert (r.busiest_users, r.busiest_agents) == ([], [])
     assert [(g.added, g.total) for g in r.growth] == [(0, 0), (0, 0)]
     assert "no-such-org" in report.render_text(r)
-    _check_html(report.render_html(r))
+    assert "no-such-org" in report.render_html(r)
 
 
 @pytest.mark.parametrize("bad", [{"org_id": ""}, {"days": 0}, {"days": 10_000}, {"days": True}])
@@ -387,99 +389,6 @@ async def test_headline_rejects_bad_arguments(graph: PostgresGraphDB, bad: dict[
     """An empty org_id or a window outside 1..3660 days is InvalidInputError, before any query."""
     with pytest.raises(InvalidInputError):
         await report.headline(graph.database, **bad)
-
-
-async def test_render_text_shows_the_numbers(graph: PostgresGraphDB, built: Built) -> None:
-    """The terminal report holds every headline number, the names, and never a raw control character."""
-    await graph.update_user(built.acme, built.zoe, "Zoe\x1b[31m")
-    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
-    out = report.render_text(r)
-    lines = {" ".join(line.split()) for line in out.splitlines()}
-    for expected in [
-        "organizations 2", "users 4", "agents 3", "interactions 7", "messages 8", "memories 9",
-        "current memories 7", "superseded memories 2", "contradiction rate 22.2%", "orphaned memories 2",
-        "p50 1.5 p95 5.4 max 6",
-    ]:  # fmt: skip
-        assert expected in lines, expected
-    assert any(line.startswith(f"Jake {built.jake} Acme 5 6 4 2026-01-05 12:00") for line in lines)
-    assert any(line.startswith(f"Jenny {built.jenny} Acme 3 1.33 6 1 16.7% 2026-01-03 12:00") for line in lines)
-    assert "Memory growth, 2026-01-01 to 2026-01-10 (UTC days): 9 added, 9 in all" in out
-    assert "\x1b" not in out
-    assert "Zoe\\x1b[31m" in out
-
-
-class _Page(HTMLParser):
-    """Checks that every element is closed in order and records tags, attributes and text."""
-
-    VOID: ClassVar[set[str]] = {"meta", "link", "br", "img", "hr", "input"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.open: list[str] = []
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.text: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        if tag not in self.VOID:
-            self.open.append(tag)
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_endtag(self, tag: str) -> None:
-        assert self.open[-1:] == [tag], (tag, self.open[-3:])
-        self.open.pop()
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
-def _check_html(page: str) -> _Page:
-    parser = _Page()
-    parser.feed(page)
-    parser.close()
-    assert page.startswith("<!DOCTYPE html>")
-    assert parser.open == []
-    names = [tag for tag, _ in parser.tags]
-    assert names[:2] == ["html", "head"]
-    assert "script" not in names
-    assert "link" not in names
-    assert "img" not in names
-    for _, attrs in parser.tags:
-        assert not {"src", "href"} & set(attrs)
-        assert not any(name.startswith("on") for name in attrs)
-    assert "http://" not in page
-    assert "https://" not in page
-    assert "url(" not in page
-    return parser
-
-
-async def test_render_html_is_a_self_contained_well_formed_page(graph: PostgresGraphDB, built: Built) -> None:
-    """The HTML page closes every element, draws its SVG charts inline, loads nothing and escapes every name."""
-    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
-    page = report.render_html(r)
-    parsed = _check_html(page)
-    svgs = [attrs.get("class") for tag, attrs in parsed.tags if tag == "svg"]
-    assert svgs == ["growth", "rates"]
-    classes = [attrs.get("class") for tag, attrs in parsed.tags if tag in ("path", "rect")]
-    assert classes.count("total") == 1
-    assert classes.count("added") == 5  # the days with new memories
-    assert classes.count("rate") == 3  # one bar per agent
-    assert any(tag == "polyline" for tag, _ in parsed.tags)
-    widths = [float(attrs["width"] or 0) for tag, attrs in parsed.tags if attrs.get("class") == "rate"]
-    assert widths[2] == 0
-    assert widths[1] == pytest.approx(3 * widths[0], abs=0.2)
-    text_content = "".join(parsed.text)
-    assert EVE in text_content
-    assert "Coach & <b>Co</b>" in text_content
-    assert "Other & Co" in text_content
-    assert "Eve &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
-    assert "Coach &amp; &lt;b&gt;Co&lt;/b&gt;" in page
-    assert "<b>Co</b>" not in page
-    assert "<script>" not in page
-    assert "22.2%" in text_content
-    assert "5.4" in text_content
 
 
 async def test_deleted_agents_stay_in_the_report(graph: PostgresGraphDB, engine: AsyncEngine, built: Built) -> None:
@@ -495,16 +404,6 @@ async def test_deleted_agents_stay_in_the_report(graph: PostgresGraphDB, engine:
     rows = await _rows(engine, "SELECT agent_label, rendered FROM memora.current_memories WHERE memory_id = :m",
                        m=built.memories["M6"])  # fmt: skip
     assert rows == [{"agent_label": None, "rendered": f"agent_{built.jenny} greeted {EVE}"}]
-
-
-async def test_render_json_holds_the_report(graph: PostgresGraphDB, built: Built) -> None:
-    """The JSON form carries the same numbers with ISO dates."""
-    r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
-    data = report.as_dict(r)
-    assert (data["memories"], data["current_memories"], data["superseded_memories"]) == (9, 7, 2)
-    assert data["growth"][0] == {"day": "2026-01-01", "added": 3, "total": 3}
-    assert data["busiest_users"][0]["last_activity"] == "2026-01-05T12:00:00+00:00"
-    assert EVE in report.render_json(r)
 
 
 async def test_headline_sends_one_statement_per_section(graph: PostgresGraphDB, built: Built) -> None:

@@ -1,0 +1,258 @@
+"""The report's data: the dataclasses of the headline numbers, and the statements that read them.
+
+The numbers come from the reporting views of migration 0004 (docs/reporting.md). All of them
+are read in one read-only REPEATABLE READ transaction, so every section describes the same
+moment, with one statement per section (four in all) whatever the size of the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import date, datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Row
+
+from memora_pg.db import Database, unit_of_work
+from memora_pg.errors import ConfigurationError, DatabaseError, InvalidInputError, sqlstate_of
+from memora_pg.graph import validate as check
+from memora_pg.statements import sql
+
+BUSIEST_USERS = 10
+BUSIEST_AGENTS = 20
+GROWTH_DAYS = 90
+_UNDEFINED_TABLE = "42P01"
+
+
+@dataclass(frozen=True)
+class UserActivity:
+    org_id: str
+    org_name: str
+    user_id: str
+    user_name: str
+    interactions: int
+    memories: int
+    current_memories: int
+    # The latest save or update of one of the user's interactions; None without interactions.
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class AgentActivity:
+    org_id: str
+    org_name: str
+    agent_id: str
+    # None once the agent is deleted: its interactions and memories stay.
+    agent_label: str | None
+    interactions: int
+    messages_per_interaction: float
+    memories: int
+    superseded_memories: int
+    contradiction_rate: float
+    last_activity: datetime | None
+
+
+@dataclass(frozen=True)
+class DailyGrowth:
+    day: date
+    added: int
+    total: int
+
+
+_Record = TypeVar("_Record", UserActivity, AgentActivity, DailyGrowth)
+
+
+@dataclass(frozen=True)
+class Report:
+    """The headline numbers of one organization (``org_id``) or of the whole database (None)."""
+
+    org_id: str | None
+    generated_at: datetime
+    organizations: int
+    users: int
+    agents: int
+    interactions: int
+    messages: int
+    memories: int
+    current_memories: int
+    superseded_memories: int
+    contradiction_rate: float
+    orphaned_memories: int
+    memories_per_user_p50: float
+    memories_per_user_p95: float
+    memories_per_user_max: int
+    busiest_users: list[UserActivity]
+    busiest_agents: list[AgentActivity]
+    growth: list[DailyGrowth]
+
+
+# -- the statements ---------------------------------------------------------------------------------
+
+COUNTS = (
+    "organizations",
+    "users",
+    "agents",
+    "interactions",
+    "messages",
+    "memories",
+    "current_memories",
+    "orphaned_memories",
+)
+
+TOTALS = """
+SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organizations,
+       (SELECT count(*) FROM {schema}.users {where_org}) AS users,
+       (SELECT count(*) FROM {schema}.agents {where_org}) AS agents,
+       (SELECT count(*) FROM {schema}.interactions {where_org}) AS interactions,
+       (SELECT count(*) FROM {schema}.messages {where_org}) AS messages,
+       (SELECT count(*) FROM {schema}.memories {where_org}) AS memories,
+       (SELECT count(*) FROM {schema}.current_memories {where_org}) AS current_memories,
+       (SELECT count(*) FROM {schema}.orphaned_memories {where_org}) AS orphaned_memories
+"""
+
+# Every user, those without memories too, counts in the spread; the busiest have the most memories.
+USERS = """
+WITH per_user AS (
+    SELECT person.org_id, person.org_name, person.user_id, person.user_name,
+           coalesce(stored.memories, 0) AS memories,
+           coalesce(latest.memories, 0) AS current_memories,
+           coalesce(talked.interactions, 0) AS interactions,
+           talked.last_activity
+    FROM (
+        SELECT org_id, org.org_name, person.user_id, person.user_name
+        FROM {schema}.users AS person JOIN {schema}.organizations AS org USING (org_id) {where_org}
+    ) AS person
+    LEFT JOIN (
+        SELECT org_id, user_id, CAST(sum(memories) AS bigint) AS memories
+        FROM {schema}.memory_growth_daily {where_org} GROUP BY org_id, user_id
+    ) AS stored USING (org_id, user_id)
+    LEFT JOIN (
+        SELECT org_id, user_id, count(*) AS memories
+        FROM {schema}.current_memories {where_org} GROUP BY org_id, user_id
+    ) AS latest USING (org_id, user_id)
+    LEFT JOIN (
+        SELECT org_id, user_id, count(*) AS interactions, max(updated_at) AS last_activity
+        FROM {schema}.interactions {where_org} GROUP BY org_id, user_id
+    ) AS talked USING (org_id, user_id)
+), spread AS (
+    SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY memories) AS p50,
+           percentile_cont(0.95) WITHIN GROUP (ORDER BY memories) AS p95,
+           coalesce(max(memories), 0) AS most
+    FROM per_user
+)
+SELECT spread.p50, spread.p95, spread.most, busiest.*
+FROM spread
+LEFT JOIN LATERAL (
+    SELECT * FROM per_user
+    ORDER BY memories DESC, interactions DESC, user_name, org_id, user_id
+    LIMIT :busiest_users
+) AS busiest ON true
+"""
+
+# Agents by the memories they stored; interactions count for the agent of their latest save.
+AGENTS = """
+WITH stored AS (
+    SELECT org_id, agent_id, CAST(sum(memories) AS bigint) AS memories
+    FROM {schema}.memory_growth_daily {where_org} GROUP BY org_id, agent_id
+), latest AS (
+    SELECT org_id, agent_id, count(*) AS memories
+    FROM {schema}.current_memories {where_org} GROUP BY org_id, agent_id
+), talked AS (
+    SELECT org_id, agent_id, interactions, messages_per_interaction, last_activity
+    FROM {schema}.interactions_per_agent {where_org}
+)
+SELECT org_id, org.org_name, agent_id, agent.agent_label,
+       coalesce(talked.interactions, 0) AS interactions,
+       CAST(coalesce(talked.messages_per_interaction, 0) AS float8) AS messages_per_interaction,
+       coalesce(stored.memories, 0) AS memories,
+       coalesce(stored.memories - latest.memories, stored.memories, 0) AS superseded_memories,
+       coalesce(CAST(stored.memories - coalesce(latest.memories, 0) AS float8) / nullif(stored.memories, 0), 0)
+           AS contradiction_rate,
+       talked.last_activity
+FROM stored
+LEFT JOIN latest USING (org_id, agent_id)
+FULL JOIN talked USING (org_id, agent_id)
+LEFT JOIN {schema}.agents AS agent USING (org_id, agent_id)
+JOIN {schema}.organizations AS org USING (org_id)
+ORDER BY memories DESC, interactions DESC, agent.agent_label, org_id, agent_id
+LIMIT :busiest_agents
+"""
+
+# One row per day of the window, days without memories too; the total counts earlier days.
+GROWTH = """
+WITH daily AS (
+    SELECT day, CAST(sum(memories) AS bigint) AS added FROM {schema}.memory_growth_daily {where_org} GROUP BY day
+), window_days AS (
+    SELECT CAST(:first_day AS date) + offset_days AS day FROM generate_series(0, :days - 1) AS offset_days
+)
+SELECT window_days.day,
+       coalesce(daily.added, 0) AS added,
+       CAST((SELECT coalesce(sum(earlier.added), 0) FROM daily AS earlier WHERE earlier.day < :first_day)
+            + sum(coalesce(daily.added, 0)) OVER (ORDER BY window_days.day) AS bigint) AS total
+FROM window_days
+LEFT JOIN daily ON daily.day = window_days.day
+ORDER BY window_days.day
+"""
+
+
+def _in_org(template: str, org_id: str | None) -> str:
+    return template.replace("{where_org}", "WHERE org_id = :org_id" if org_id is not None else "")
+
+
+def _rate(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+async def headline(
+    database: Database, *, org_id: str | None = None, days: int = GROWTH_DAYS, until: date | None = None
+) -> Report:
+    """The report of one organization, or of the whole database when ``org_id`` is None.
+
+    ``growth`` holds one entry per day for the ``days`` days ending on ``until`` (default:
+    today in UTC). An organization that does not exist reports zeros. A database whose
+    schema has no reporting views yet is a ``ConfigurationError``.
+    """
+    if org_id is not None:
+        check.require(check.ORG_ID, org_id)
+    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 3660:
+        raise InvalidInputError("`days` must be an integer from 1 to 3660.")
+    generated_at = datetime.now(timezone.utc)
+    last_day = until or generated_at.date()
+    first_day = last_day - timedelta(days=days - 1)
+    # Statements without :org_id ignore it, as they ignore the limits of the other sections.
+    params: dict[str, Any] = {"org_id": org_id, "busiest_users": BUSIEST_USERS, "busiest_agents": BUSIEST_AGENTS}
+    params |= {"first_day": first_day, "days": days}
+    # One snapshot for every section: the numbers add up even while agents write.
+    engine = (await database.engine()).execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    try:
+        async with unit_of_work(engine) as conn:
+            totals = (await conn.execute(sql(conn, _in_org(TOTALS, org_id)), params)).one()
+            users = (await conn.execute(sql(conn, _in_org(USERS, org_id)), params)).all()
+            agents = (await conn.execute(sql(conn, _in_org(AGENTS, org_id)), params)).all()
+            growth = (await conn.execute(sql(conn, _in_org(GROWTH, org_id)), params)).all()
+    except DatabaseError as error:
+        if sqlstate_of(error) == _UNDEFINED_TABLE:
+            raise ConfigurationError(
+                f"The schema {database.schema!r} has no reporting views: call setup() or run 'alembic upgrade head'."
+            ) from error
+        raise
+    superseded = totals.memories - totals.current_memories
+    spread = users[0]
+    return Report(
+        org_id=org_id,
+        generated_at=generated_at,
+        **{name: getattr(totals, name) for name in COUNTS},
+        superseded_memories=superseded,
+        contradiction_rate=_rate(superseded, totals.memories),
+        memories_per_user_p50=float(spread.p50 or 0),
+        memories_per_user_p95=float(spread.p95 or 0),
+        memories_per_user_max=spread.most,
+        busiest_users=[_from_row(UserActivity, row) for row in users if row.user_id is not None],
+        busiest_agents=[_from_row(AgentActivity, row) for row in agents],
+        growth=[_from_row(DailyGrowth, row) for row in growth],
+    )
+
+
+def _from_row(kind: type[_Record], row: Row[Any]) -> _Record:
+    """A dataclass from the row's columns of the same names (the statements name them so)."""
+    return kind(**{field.name: row._mapping[field.name] for field in fields(kind)})

@@ -1,0 +1,382 @@
+"""The export format's records: which tables, in what order, and how each column is written and read.
+
+docs/transfer-format.md specifies the file. Here the format is code: the tables in replay
+order, each table's record layout (:func:`record_fields`), the statement with which the server
+writes a table's records (:func:`select_records`), and the reading side: lines into records
+(:func:`read_records`), the header's checks (:func:`check_header`), a record into insert
+parameters (:func:`decode`) and the insert those parameters go into (:func:`insert_statement`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache, lru_cache
+from typing import Any
+
+from pgvector.sqlalchemy import VECTOR
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    ColumnElement,
+    DateTime,
+    Insert,
+    Integer,
+    LargeBinary,
+    Select,
+    String,
+    Table,
+    Text,
+    Uuid,
+    bindparam,
+    cast,
+    func,
+    insert,
+    literal,
+    null,
+    select,
+)
+from sqlalchemy.dialects.postgresql import TSVECTOR
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg import catalog, migrations
+from memora_pg.db import Database
+from memora_pg.errors import ConfigurationError, InvalidInputError
+from memora_pg.schema import (
+    agents,
+    audit_log,
+    autogen_contents,
+    interactions,
+    memories,
+    memory_history,
+    memory_sources,
+    memory_updates,
+    messages,
+    organizations,
+    users,
+)
+
+FORMAT = "memora_pg_export"
+FORMAT_END = "memora_pg_export_end"
+VERSION = 1
+
+# The order rows are written and replayed in: each table after those its foreign keys point to.
+EXPORTED_TABLES: tuple[Table, ...] = (
+    organizations,
+    users,
+    agents,
+    interactions,
+    messages,
+    memories,
+    memory_sources,
+    memory_updates,
+    memory_history,
+    autogen_contents,
+    audit_log,
+)
+
+# Tables of the schema an export leaves out on purpose, each with the reason. A table that is
+# in neither list makes the test suite fail, so a new table is never forgotten silently.
+EXCLUDED_TABLES: dict[str, str] = {}
+
+# Full-text columns are derived data: the import recomputes them from this text column.
+SEARCH_TEXT_SOURCES: dict[tuple[str, str], str] = {("memories", "search_text"): "memory"}
+
+StrPath = str | os.PathLike[str]
+Progress = Callable[[int], None]
+
+BY_NAME = {table.name: table for table in EXPORTED_TABLES}
+POSITION = {table.name: index for index, table in enumerate(EXPORTED_TABLES)}
+
+
+# -- how each column travels -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Field:
+    """One column of a table as it appears in a record: its key, and how it is written and read."""
+
+    column: Column[Any]
+    key: str
+    kind: str  # text, integer, boolean, uuid, timestamp, json, bytes, vector or searchable
+    source: str | None = None  # for a searchable field: the text column its vector is computed from
+
+    @property
+    def required(self) -> bool:
+        return self.kind == "searchable" or not self.column.nullable
+
+
+def _kind(table: Table, column: Column[Any]) -> str:
+    kind = column.type
+    if isinstance(kind, TSVECTOR):
+        if (table.name, column.name) not in SEARCH_TEXT_SOURCES:
+            raise TypeError(f"{table.name}.{column.name}: a full-text column without a source in SEARCH_TEXT_SOURCES")
+        return "searchable"
+    kinds: tuple[tuple[type[Any], str], ...] = (
+        (VECTOR, "vector"),
+        (Uuid, "uuid"),
+        (DateTime, "timestamp"),
+        (JSON, "json"),
+        (LargeBinary, "bytes"),
+        (Boolean, "boolean"),
+        (Integer, "integer"),
+        (String, "text"),
+    )
+    for python_type, name in kinds:
+        if isinstance(kind, python_type):
+            return name
+    raise TypeError(f"{table.name}.{column.name}: no export format for the column type {kind!r}")
+
+
+@cache
+def record_fields(table: Table) -> tuple[Field, ...]:
+    """The record layout of ``table``; a column of a type the format does not know is a TypeError."""
+    found = []
+    for column in table.columns:
+        kind = _kind(table, column)
+        if kind == "searchable":
+            found.append(Field(column, "searchable", kind, SEARCH_TEXT_SOURCES[(table.name, column.name)]))
+        else:
+            found.append(Field(column, column.name, kind))
+    keys = [field.key for field in found]
+    if "type" in keys or len(set(keys)) != len(keys):
+        raise TypeError(f"{table.name}: its columns do not make distinct record keys besides 'type'")
+    return tuple(found)
+
+
+# -- writing: the server renders each record -------------------------------------------------
+
+
+def _constant(value: str) -> ColumnElement[Any]:
+    # A typed parameter: json_build_object takes arguments of any type, so asyncpg must be told.
+    return literal(value, Text)
+
+
+def _json_value(field: Field) -> ColumnElement[Any]:
+    """The SQL expression that renders ``field`` as the record's JSON value."""
+    column = field.column
+    if field.kind == "timestamp":
+        # Always six fractional digits: Python 3.10's fromisoformat reads no other length.
+        return func.to_char(func.timezone("UTC", column), _constant('YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'))
+    if field.kind == "bytes":
+        # encode() wraps base64 every 76 characters; a record is one line.
+        return func.translate(func.encode(column, _constant("base64")), _constant("\n"), _constant(""))
+    if field.kind == "vector":
+        # pgvector prints the shortest decimal of each float32: already a JSON array, and exact.
+        return cast(cast(column, Text), JSON)
+    if field.kind == "searchable":
+        return column.is_not(None)
+    return column
+
+
+def select_records(table: Table, org_id: str | None) -> Select[Any]:
+    """Every row of ``table`` (of one organization) as the text of its JSON record, in key order."""
+    pairs: list[ColumnElement[Any]] = [_constant("type"), _constant(table.name)]
+    for field in record_fields(table):
+        pairs += [_constant(field.key), _json_value(field)]
+    statement = select(cast(func.json_build_object(*pairs), Text))
+    if org_id is not None:
+        statement = statement.where(table.c.org_id == org_id)
+    return statement.order_by(*table.primary_key.columns)
+
+
+# -- reading: lines, the header, records ---------------------------------------------------
+
+
+def read_records(lines: Iterable[str | bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of each line; a line that is not a JSON object is InvalidInputError."""
+    number = 0
+    try:
+        for number, line in enumerate(lines, start=1):
+            try:
+                record = json.loads(line, parse_float=Number, parse_constant=_no_constant)
+            except ValueError as error:
+                raise InvalidInputError(f"Line {number} of the export is not JSON: {error}") from error
+            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+                raise InvalidInputError(f"Line {number} of the export is not an object with a 'type'.")
+            yield number, record
+    except InvalidInputError:
+        raise
+    except (OSError, EOFError, UnicodeError) as error:  # a damaged gzip stream, a text file in another encoding
+        raise InvalidInputError(f"The export cannot be read after line {number}: {error}") from error
+
+
+def check_header(first: tuple[int, dict[str, Any]] | None) -> dict[str, Any]:
+    """The header, the first of :func:`read_records`; one this version cannot read is InvalidInputError."""
+    if first is None:
+        raise InvalidInputError("The export is empty: line 1 should be its header.")
+    _, header = first
+    if header["type"] != FORMAT:
+        raise InvalidInputError(f"Line 1 is not a memora_pg export header (type {header['type']!r}).")
+    if header.get("version") != VERSION:
+        raise InvalidInputError(
+            f"Line 1: export format version {header.get('version')!r} is not supported "
+            f"(this memora_pg reads version {VERSION})."
+        )
+    dimensions = header.get("embedding_dimensions")
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise InvalidInputError(f"Line 1: embedding_dimensions must be a positive integer, not {dimensions!r}.")
+    return header
+
+
+@lru_cache(maxsize=64)
+def insert_statement(table: Table, schema: str) -> Insert:
+    """A multi-row insert of ``table``: vectors from their text, full-text vectors computed from their source."""
+    computed: dict[Column[Any], ColumnElement[Any]] = {}
+    for field in record_fields(table):
+        given = bindparam(field.column.name, type_=Text)
+        if field.kind == "vector":
+            computed[field.column] = cast(given, field.column.type)
+        elif field.kind == "searchable":
+            # The schema's full-text rule (migration 0006); it is strict: a null source (a memory that is
+            # not searchable) gives a null vector.
+            computed[field.column] = getattr(func, schema).to_search_text(given)
+    return insert(table).values(computed)
+
+
+def decode(table: Table, record: dict[str, Any], number: int, dimensions: int) -> dict[str, Any]:
+    """The parameters of :func:`insert_statement` for one record, every value checked against its column."""
+    layout = record_fields(table)
+    unknown = set(record) - {"type"} - {field.key for field in layout}
+    if unknown:
+        raise InvalidInputError(f"Line {number}: {table.name} has no field {sorted(unknown)[0]!r}.")
+    row: dict[str, Any] = {}
+    for field in layout:
+        value = record.get(field.key)
+        name = field.column.name
+        if value is None:
+            if field.required:
+                raise InvalidInputError(f"Line {number}: {table.name}.{field.key} is missing or null.")
+            # SQL NULL, where SQLAlchemy would otherwise store None in a JSON column as JSON's null.
+            row[name] = null() if field.kind == "json" else None
+            continue
+        try:
+            if field.kind == "vector" and (not isinstance(value, list) or len(value) != dimensions):
+                raise TypeError(f"expected a list of {dimensions} numbers (the header's embedding_dimensions)")
+            decoded = _DECODERS[field.kind](value)
+        except (ValueError, TypeError) as error:
+            raise InvalidInputError(f"Line {number}: {table.name}.{field.key}: {error}") from error
+        row[name] = decoded
+    for field in layout:
+        if field.kind == "searchable":
+            # The parameter of a full-text column is its source text, or null when not searchable.
+            row[field.column.name] = row[field.source] if row[field.column.name] and field.source else None
+    return row
+
+
+class Number(str):
+    """A JSON number with a fraction or an exponent, kept as its text.
+
+    An embedding's numbers are the shortest decimals of float32 values: handed to pgvector as
+    text they come back bit for bit, and no float is ever formatted again (the slow part).
+    """
+
+    __slots__ = ()
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError(f"expected a string, not {value!r}")
+    if "\x00" in value:
+        raise ValueError("text may not contain NUL characters")
+    return value
+
+
+def _integer(value: Any) -> int:
+    if type(value) is not int:
+        raise TypeError(f"expected an integer, not {value!r}")
+    return value
+
+
+def _boolean(value: Any) -> bool:
+    if type(value) is not bool:
+        raise TypeError(f"expected true or false, not {value!r}")
+    return value
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    return uuid.UUID(_text(value))
+
+
+def _timestamp(value: Any) -> datetime:
+    parsed = datetime.fromisoformat(_text(value))
+    if parsed.tzinfo is None:
+        raise ValueError(f"{value!r} has no UTC offset")
+    return parsed
+
+
+def _json(value: Any) -> Any:
+    if type(value) is Number:
+        return float(value)
+    if isinstance(value, dict):
+        return {key: _json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json(item) for item in value]
+    return value
+
+
+def _bytes(value: Any) -> bytes:
+    try:
+        return base64.b64decode(_text(value), validate=True)
+    except binascii.Error as error:
+        raise ValueError(f"not base64: {error}") from error
+
+
+def _vector(value: list[Any]) -> str:
+    """pgvector's text form of the vector: the exported decimals, untouched."""
+    kinds = set(map(type, value))
+    if not kinds <= {Number, int}:
+        raise TypeError("expected a list of numbers")
+    if int in kinds:  # pgvector prints integral values without a fraction: 0, 1
+        value = [str(x) for x in value]
+    return "[" + ",".join(value) + "]"
+
+
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "text": _text,
+    "integer": _integer,
+    "boolean": _boolean,
+    "uuid": _uuid,
+    "timestamp": _timestamp,
+    "json": _json,
+    "bytes": _bytes,
+    "vector": _vector,
+    "searchable": _boolean,
+}
+
+
+# -- the database at either end --------------------------------------------------------------
+
+
+async def schema_state(conn: AsyncConnection, database: Database) -> tuple[str, int]:
+    """The schema revision and vector dimension a header records, once the database suits a transfer.
+
+    A schema not at head, or row-level security that applies to this role (it would hide rows
+    from an export, or refuse an import's), is a ConfigurationError.
+    """
+    if await catalog.row_security_applies(conn, database.schema, BY_NAME):
+        raise ConfigurationError(
+            "Row-level security applies to this database role, so it would not see or write every row: "
+            "export and import as the tables' owner or a role with BYPASSRLS."
+        )
+    revision = await migrations.current_revision(conn, database.schema)
+    head = migrations.head_revision()
+    if revision != head:
+        raise ConfigurationError(
+            f"The schema {database.schema!r} is at revision {revision or 'none'}, not at {head}: "
+            "migrate it to head first (setup() or 'alembic upgrade head')."
+        )
+    dimensions = await catalog.vector_dimensions(conn, database.schema)
+    assert dimensions is not None  # the schema is at head, so the column exists
+    return revision, dimensions
