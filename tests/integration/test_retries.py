@@ -103,7 +103,7 @@ async def test_a_save_that_loses_a_race_is_retried_without_embedding_again(
         await _remove_injection(engine)
     assert embedder.texts == 2
     stored = await graph.get_interaction(w.org_id, w.user_id, interaction_id)
-    assert sorted(m.memory for m in stored.memories) == ["a fact", "another"]
+    assert sorted(m.memory for m in stored.memories or []) == ["a fact", "another"]
 
 
 async def test_a_save_that_keeps_losing_raises_and_writes_nothing(engine: AsyncEngine, settings: Settings) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import date, datetime, timezone
 from html.parser import HTMLParser
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -78,7 +78,9 @@ def sample() -> Report:
 def empty(org_id: str = "no-such-org") -> Report:
     """What an organization without rows reports: zeros, empty lists, days without additions."""
     numbers = {"int": 0, "float": 0.0}  # the annotations are strings (from __future__ import annotations)
-    zeros = {field.name: numbers[field.type] for field in dataclasses.fields(Report) if field.type in numbers}
+    zeros: dict[str, Any] = {
+        field.name: numbers[field.type] for field in dataclasses.fields(Report) if field.type in numbers
+    }
     return dataclasses.replace(
         sample(),
         org_id=org_id,
