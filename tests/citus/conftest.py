@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from memora_pg import citus, db, migrations
 from tests.citus import cluster
 
 SCHEMA = "memora"
+HERE = Path(__file__).parent
 PG18_HINT = "Citus tests run in the PostgreSQL 16 run only (MEMORA_PG_TEST_POSTGRES=16)"
 
 
@@ -36,6 +38,17 @@ def _skip_reason() -> str | None:
     if os.environ.get("MEMORA_PG_TEST_POSTGRES", "18") != "16":
         return PG18_HINT
     return cluster.citus_missing()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
+    """Without a cluster to run on, the whole folder is one skipped collection: one line in the summary."""
+    if Path(collector.path) != HERE or not isinstance(collector, (pytest.Dir, pytest.Package)):
+        return None
+    reason = _skip_reason()
+    if reason is None:
+        return None
+    return pytest.CollectReport(collector.nodeid, "skipped", (str(HERE), None, f"Skipped: {reason}"), [])
 
 
 async def migrate_and_distribute(url: str, schema: str = SCHEMA) -> None:
