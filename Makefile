@@ -13,7 +13,12 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# Citus for the tests/citus suite, unpacked into the wheel's PostgreSQL 16 tree when the shared bundle is
+# there (without it those tests skip with one line saying how to enable them).
+CITUS_TOOLS := ../shared/tools/citus
+
 install: $(BIN)/.installed
+	@if [ -d $(CITUS_TOOLS) ]; then bash $(CITUS_TOOLS)/install.sh $(BIN)/python; fi
 
 $(MEMORA_BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv-memora
@@ -32,7 +37,8 @@ demo: install
 	$(BIN)/memora-pg demo
 
 # Lint and types; the upstream Memora agent's own code against memora_pg in its pinned
-# environment; then the whole suite on PostgreSQL 16 and on 18 (both from the embedded wheel).
+# environment; then the whole suite on PostgreSQL 16 and on 18 (both from the embedded wheel). tests/citus
+# runs in the 16 run only, on a Citus cluster of its own (a coordinator and two workers); it skips on 18.
 # MEMORA_PG_TEST_DATABASE_URL=postgresql://... runs it against another server instead.
 test: system-deps install $(MEMORA_BIN)/.installed
 	$(BIN)/ruff check memora_pg tests alembic

@@ -1,0 +1,147 @@
+"""Row-level security on the cluster: a non-owner role with row_level_security on (as test_security.py does)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import make_url, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, Settings
+from memora_pg.autogen import MemoryContent, MemoryMimeType
+from memora_pg.embeddings import HashEmbedder
+from tests.citus.helpers import (
+    XFAIL_RLS_SAVE,
+    XFAIL_RLS_SET_CONFIG,
+    expect_failure,
+    memory_ids,
+    worlds,
+)
+from tests.integration.helpers import World, chat, payload
+
+APP_ROLE = "memora_citus_app"
+
+
+@pytest.fixture(scope="session")
+def app_url(database_url: str) -> str:
+    """A URL for a LOGIN role that owns nothing, with the grants an application gets (propagated to the workers)."""
+
+    async def grant() -> None:
+        engine = create_async_engine(database_url)
+        try:
+            async with engine.begin() as conn:
+                if not await conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": APP_ROLE}):
+                    await conn.execute(text(f"CREATE ROLE {APP_ROLE} LOGIN"))
+                await conn.execute(text(f"GRANT USAGE ON SCHEMA memora TO {APP_ROLE}"))
+                await conn.execute(
+                    text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memora TO {APP_ROLE}")
+                )
+                await conn.execute(text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA memora TO {APP_ROLE}"))
+        finally:
+            await engine.dispose()
+
+    asyncio.run(grant())
+    return make_url(database_url).set(username=APP_ROLE).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+async def app_settings(app_url: str) -> Settings:
+    return Settings(database_url=app_url, db_schema="memora", row_level_security=True)
+
+
+@pytest.fixture(params=["branch", "linear"])
+async def app(request: pytest.FixtureRequest, app_settings: Settings) -> AsyncIterator[PostgresGraphDB]:
+    """The graph store as the restricted role, in each chain mode."""
+    store = PostgresGraphDB(
+        settings=app_settings.model_copy(update={"contradiction_chains": request.param}), embedder=HashEmbedder(384)
+    )
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+async def owned(graph: PostgresGraphDB) -> list[World]:
+    """Organizations with a user and an agent, created by the owner."""
+    return await worlds(graph)
+
+
+async def test_rls_create_organization(request: pytest.FixtureRequest, app: PostgresGraphDB) -> None:
+    """The restricted role creates an organization (the row lands on a worker under the policy)."""
+    expect_failure(request, XFAIL_RLS_SET_CONFIG)
+    org = await app.create_organization("Under RLS")
+    assert org.org_id
+
+
+async def test_rls_gets(request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World]) -> None:
+    """get_organization, get_user and get_agent see the organization of the call."""
+    expect_failure(request, XFAIL_RLS_SET_CONFIG)
+    for w in owned:
+        assert (await app.get_organization(w.org_id)).org_id == w.org_id
+        assert (await app.get_user(w.org_id, w.user_id)).user_id == w.user_id
+        assert (await app.get_agent(w.org_id, w.agent_id)).agent_id == w.agent_id
+
+
+async def test_rls_create_user_and_agent(
+    request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World]
+) -> None:
+    """create_user and create_agent write under the policy of the call's organization."""
+    expect_failure(request, XFAIL_RLS_SET_CONFIG)
+    for w in owned:
+        await app.create_user(w.org_id, "Restricted")
+        await app.create_agent(w.org_id, "Restricted")
+
+
+async def test_rls_save(
+    request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World], engine: AsyncEngine
+) -> None:
+    """A save as the restricted role writes the interaction and its memories."""
+    linear = app.settings.contradiction_chains == "linear"
+    expect_failure(request, XFAIL_RLS_SET_CONFIG if linear else XFAIL_RLS_SAVE)
+    for w in owned:
+        interaction_id, _ = await app.save_interaction_with_memories(
+            w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("secret", [0])])
+        )
+        assert len(await memory_ids(engine, w.org_id, interaction_id)) == 1
+
+
+async def test_rls_listings_and_search(
+    request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World], graph: PostgresGraphDB
+) -> None:
+    """Listings and a user search as the restricted role see the owner's rows of that organization."""
+    expect_failure(request, XFAIL_RLS_SET_CONFIG)
+    for w in owned:
+        await graph.save_interaction_with_memories(
+            w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("green tea", [0])])
+        )
+        assert [u.user_id for u in await app.get_all_org_users(w.org_id)] == [w.user_id]
+        vector = app.get_associated_vector_db()
+        assert vector is not None
+        assert await vector.search_memory("green tea", MemorySearchScope.USER, w.org_id, w.user_id)
+
+
+async def test_rls_autogen(request: pytest.FixtureRequest, app_settings: Settings, owned: list[World]) -> None:
+    """PostgresMemory as the restricted role adds and lists entries."""
+    expect_failure(request, XFAIL_RLS_SET_CONFIG)
+    for w in owned:
+        memory = PostgresMemory("notes", settings=app_settings, embedder=HashEmbedder(384), org_id=w.org_id)
+        try:
+            await memory.add(MemoryContent(content="prefers tea", mime_type=MemoryMimeType.TEXT))
+            assert len(await memory.list()) == 1
+        finally:
+            await memory.close()
+
+
+async def test_rls_isolation_with_set_local(app_url: str, owned: list[World]) -> None:
+    """SET LOCAL memora.org_id (propagated with citus.propagate_set_commands = 'local') scopes the workers too."""
+    engine = create_async_engine(app_url)
+    try:
+        a, b = owned[0], owned[1]
+        async with engine.begin() as conn:
+            await conn.execute(text("SET LOCAL citus.propagate_set_commands = 'local'"))
+            await conn.execute(text(f"SET LOCAL memora.org_id = '{a.org_id}'"))
+            assert await conn.scalar(text("SELECT count(*) FROM memora.users WHERE org_id = :o"), {"o": a.org_id}) == 1
+            assert await conn.scalar(text("SELECT count(*) FROM memora.users WHERE org_id = :o"), {"o": b.org_id}) == 0
+    finally:
+        await engine.dispose()
