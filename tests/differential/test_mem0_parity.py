@@ -62,7 +62,7 @@ def test_add_with_names_and_roles(both: tuple[Any, Any]) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="get(): memora_pg always returns metadata ({} when none) and omits none of the promoted keys; mem0 leaves 'metadata' out when there is no extra payload",
+    reason="get() without metadata: mem0 returns metadata None, score None and updated_at == created_at; memora_pg returns metadata {}, no score key and updated_at None",
 )
 def test_get_shape_without_metadata(both: tuple[Any, Any]) -> None:
     """get() of a memory added without metadata: the exact keys and values."""
@@ -466,7 +466,7 @@ def _lifecycle(m: Any) -> tuple[str, list[dict[str, Any]]]:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="history: mem0's updated_at is set on every event (ADD: = created_at) and its role is the memory's role on UPDATE/DELETE; memora_pg sends updated_at None and role None after ADD",
+    reason="history: mem0 sets updated_at on every event (ADD: the memory's created_at; UPDATE/DELETE: the change's time); memora_pg sends updated_at None",
 )
 def test_history_events(both: tuple[Any, Any]) -> None:
     """ADD, UPDATE, DELETE events: the same fields and values (times normalised)."""
