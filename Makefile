@@ -4,8 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The upstream Memora agent with its exact pins, beside memora_pg (proves the two install together).
 MEMORA_BIN := .venv-memora/bin
+# The real mem0ai 2.2.x, AutoGen AgentChat and autogen-ext beside memora_pg, for the differential tests.
+DIFF_BIN := .venv-diff/bin
 
-.PHONY: demo test lint install clean bench system-deps
+.PHONY: demo test lint install clean bench system-deps diff-env
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +35,16 @@ $(MEMORA_BIN)/.installed: pyproject.toml
 system-deps:
 	@command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || bash scripts/ci-system-deps.sh
 
+$(DIFF_BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-diff
+	$(DIFF_BIN)/pip install --quiet --upgrade pip
+	$(DIFF_BIN)/pip install --quiet 'mem0ai==2.2.1' 'autogen-agentchat==0.7.5' 'autogen-ext[mem0,openai]==0.7.5' \
+		'psycopg[binary,pool]' -e '.[local,autogen]' pytest pytest-asyncio
+	$(DIFF_BIN)/pip check
+	touch $@
+
+diff-env: $(DIFF_BIN)/.installed
+
 demo: install
 	$(BIN)/memora-pg demo
 
@@ -40,13 +52,14 @@ demo: install
 # environment; then the whole suite on PostgreSQL 16 and on 18 (both from the embedded wheel). tests/citus
 # runs in the 16 run only, on a Citus cluster of its own (a coordinator and two workers); it skips on 18.
 # MEMORA_PG_TEST_DATABASE_URL=postgresql://... runs it against another server instead.
-test: system-deps install $(MEMORA_BIN)/.installed
+test: system-deps install $(MEMORA_BIN)/.installed $(DIFF_BIN)/.installed
 	$(BIN)/ruff check memora_pg tests alembic
 	$(BIN)/mypy memora_pg
 	$(BIN)/mypy tests
 	MEMORA_PG_TEST_POSTGRES=16 $(MEMORA_BIN)/pytest tests/upstream
-	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream
-	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream
+	MEMORA_PG_TEST_POSTGRES=16 $(DIFF_BIN)/pytest tests/differential
+	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream --ignore=tests/differential
+	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream --ignore=tests/differential
 
 # Benchmarks at scale (not part of the tests): see bench/README.md and BENCHMARKS.md.
 bench: install
@@ -59,4 +72,4 @@ lint: install
 	$(BIN)/mypy tests
 
 clean:
-	rm -rf $(VENV) .venv-memora
+	rm -rf $(VENV) .venv-memora .venv-diff
