@@ -22,13 +22,20 @@ from enum import Enum
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_serializer
+from sqlalchemy import and_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.config import Settings
 from memora_pg.db import Database
-from memora_pg.embeddings import Embedder, default_embedder, dimensions_for_new_database, embed_checked
+from memora_pg.embeddings import (
+    Embedder,
+    default_embedder,
+    dimensions_for_new_database,
+    embed_checked,
+    unrelated_similarity,
+)
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import audit, autogen_contents
+from memora_pg.graph import audit, autogen_contents, search
 from memora_pg.graph.validate import no_nul
 
 
@@ -481,7 +488,7 @@ class PostgresMemory(Memory):
                 if self._creates_org:
                     await autogen_contents.ensure_organization(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
                 content_id = await autogen_contents.insert_one(
-                    conn, scope=self._scope, entry=entry, embedding=embedding
+                    conn, scope=self._scope, entry=entry, embedding=embedding, text=text
                 )
                 await self._audit(
                     conn,
@@ -527,10 +534,18 @@ class PostgresMemory(Memory):
     async def _query(self, text: str, k: int, threshold: float | None) -> MemoryQueryResult:
         await self.check_dimensions()
         [embedding] = await embed_checked(self.embedder, [text], query=True)
-        async with self._db.transaction(org_id=self._scope.org_id) as conn:
-            found = await autogen_contents.most_similar(
-                conn, scope=self._scope, embedding=embedding, k=k, min_score=threshold
-            )
+        (hits,) = await search.find(
+            self._db,
+            search.AUTOGEN_CONTENTS,
+            org_id=self._scope.org_id,
+            where=and_(*self._scope.conditions()),
+            vectors=[embedding],
+            texts=[text],
+            k=k,
+            exact=True,
+            unrelated_similarity=unrelated_similarity(self.embedder),
+        )
+        found = [autogen_contents.stored(row, score) for row, score in hits if threshold is None or score >= threshold]
         return MemoryQueryResult(results=[to_memory_content(entry) for entry in found])
 
     async def update_context(self, model_context: ModelContext) -> UpdateContextResult:

@@ -102,7 +102,41 @@ class Settings(BaseSettings):
         "search_config()); set to another, searches and writes are a ConfigurationError until "
         "'memora-pg text-search CONFIG' rewrites the database.",
     )
-    search_mode: Literal["hybrid", "dense"] = "hybrid"
+    search_mode: Literal["hybrid", "dense", "upstream"] = Field(
+        default="hybrid",
+        description="hybrid: dense and BM25-style lexical arms fused, score in [0, 1] (memora_pg.graph.search). "
+        "dense: cosine similarity alone. upstream: upstream Memora's Qdrant-style fusion (top 12 per arm, "
+        "score sum of 1/(rank + 2), kept above 0.35).",
+    )
+    # The hybrid ranking's constants (memora_pg.graph.search); chosen on the LoCoMo development set.
+    search_dense_weight: float = Field(default=0.6, ge=0, le=1, description="Share of the dense arm in the score.")
+    search_cosine_floor: float | None = Field(
+        default=None,
+        ge=-1,
+        lt=1,
+        description="Cosine similarity at or below which the dense arm scores 0; unset: the embedder's "
+        "unrelated_similarity (0.75 for the local e5 model, 0 for others unless they declare one).",
+    )
+    search_bm25_k1: float = Field(default=1.2, gt=0, description="BM25 term-frequency saturation.")
+    search_neighbour_terms: float = Field(
+        default=0.5, ge=0, le=1, description="Weight of a neighbouring memory's terms in a memory's term counts."
+    )
+    search_neighbour_boost: float = Field(
+        default=0.3, ge=0, le=1, description="How much a memory is lifted by its better-scoring neighbour."
+    )
+    search_lexical_floor: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="The lexical arm is scaled by at least this share of the query's best possible BM25 score.",
+    )
+    search_candidates: int = Field(
+        default=100,
+        ge=1,
+        le=10_000,
+        description="Rows per arm an organization-wide search scores (a user's rows are all scored).",
+    )
+    search_top_k: int = Field(default=10, ge=1, le=1000, description="Hits per query of the Memora vector DB.")
     row_level_security: bool = Field(
         default=False,
         description="Set memora.org_id in every transaction, for a database role that row-level security "

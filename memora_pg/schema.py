@@ -206,6 +206,8 @@ autogen_contents = Table(
     Column("embedding", VECTOR(), nullable=True),
     Column("seq", BigInteger, Identity(always=False), nullable=False),
     _created_at(),
+    # The full-text vector of the embedded text (migration 0007), set exactly when embedding is.
+    Column("search_text", TSVECTOR, nullable=True),
     CheckConstraint("num_nonnulls(content_text, content_json, content_bytes) = 1", name="one_content"),
     ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
     ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import func, text
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
-from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 
 @lru_cache(maxsize=512)
@@ -29,8 +29,7 @@ def _in_schema(template: str, schema: str) -> TextClause:
 
 def sql(conn: AsyncConnection, template: str) -> TextClause:
     """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
-    schema = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
-    return _in_schema(template, schema)
+    return _in_schema(template, schema_of(conn))
 
 
 @dataclass(frozen=True)
@@ -52,3 +51,15 @@ async def run(conn: AsyncConnection, statement: Statement) -> Sequence[Row[Any]]
 def from_json(value: Any) -> Any:
     """A json column's value: asyncpg through SQLAlchemy decodes it already, other drivers may not."""
     return json.loads(value) if isinstance(value, str | bytes) else value
+
+
+def schema_of(conn: AsyncConnection) -> str:
+    """The schema the connection maps memora_pg's tables into."""
+    schema: str = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
+    return schema
+
+
+def to_search_text(schema: str, text_value: ColumnElement[Any]) -> ColumnElement[Any]:
+    """The schema's full-text rule (migration 0006) applied to ``text_value``, for Core statements."""
+    found: ColumnElement[Any] = getattr(func, schema).to_search_text(text_value)
+    return found

@@ -5,17 +5,13 @@ full-text vector. Writing a vector sets those columns (creating a standalone mem
 an id that has none); deleting one clears them, so the memory stops being searchable while
 its graph row stays, as upstream's vector delete leaves the graph node.
 
-Search follows memora-semantics.md §12.3. In the default hybrid mode two candidate lists are
-made per query: the 12 nearest memories by cosine similarity (kept when similarity >= 0.4)
-and the 12 best PostgreSQL full-text matches. They are fused by reciprocal rank as upstream's
-Qdrant does: score = sum over the lists that hold a memory of 1 / (rank + 2), rank counted from
-0, so 1.0 means first in both lists, 0.5 first in one. The top 10 with score > 0.35 are
-returned. In dense mode the score is the cosine similarity itself (>= 0.4, top 10).
-
-User-scoped searches sort the user's memories exactly (the btree on (org_id, user_id) finds
-them), so they always return the true nearest neighbours. Organization-wide searches use
-the HNSW index with pgvector's iterative scans, so filters never leave fewer results than
-exist.
+Searches rank through :mod:`memora_pg.graph.search`, as every face's do. By default
+(``search_mode="hybrid"``) the score in [0, 1] fuses the cosine similarity and a BM25-style
+full-text score (:mod:`memora_pg.graph.ranking`); the top ``search_top_k`` (10) with a score
+above 0 are returned. ``"dense"`` scores by cosine similarity alone; ``"upstream"`` keeps
+upstream Memora's Qdrant-style fusion (sum of 1/(rank + 2) over two lists of 12, kept above
+0.35). User-scoped searches score every memory of the user exactly; organization-wide searches
+take their candidates from the HNSW and GIN indexes, with pgvector's iterative scans.
 """
 
 from __future__ import annotations
@@ -30,12 +26,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memora_pg.config import Settings
 from memora_pg.contract import BaseVectorDB, MemorySearchScope
 from memora_pg.db import Database
-from memora_pg.embeddings import Embedder, default_embedder, dimensions_for_new_database, embed_checked
+from memora_pg.embeddings import (
+    Embedder,
+    default_embedder,
+    dimensions_for_new_database,
+    embed_checked,
+    unrelated_similarity,
+)
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import audit, memories, saves
+from memora_pg.graph import audit, memories, saves, search
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
-from memora_pg.graph.search import search
 from memora_pg.ids import parse_memory_id
 from memora_pg.models import Memory, as_utc
 
@@ -74,8 +75,8 @@ class PgVectorDB(BaseVectorDB):
             self._db, self._owns_db = Database(database, settings=base), True
         self._embedder = embedder
         mode = search_mode or self._db.settings.search_mode
-        if mode not in ("hybrid", "dense"):
-            raise InvalidInputError("search_mode must be 'hybrid' or 'dense'")
+        if mode not in ("hybrid", "dense", "upstream"):
+            raise InvalidInputError("search_mode must be 'hybrid', 'dense' or 'upstream'")
         self.search_mode = mode
         self.exclude_superseded = exclude_superseded
 
@@ -240,20 +241,49 @@ class PgVectorDB(BaseVectorDB):
             check.no_nul(query, "queries")
         await self.check_dimensions()
         vectors = await embed_checked(self.embedder, queries, query=True)
-        # A user-scoped search is one statement; an organization-wide one sets its HNSW options first.
         user_scoped = scope == MemorySearchScope.USER.value
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await search(
-                conn,
-                vectors=vectors,
-                texts=queries,
-                org_id=org_id,
-                user_id=user_id if user_scoped else None,
-                agent_id=agent,
-                mode=self.search_mode,
-                exclude_superseded=self.exclude_superseded,
-                settings=self._db.settings,
-            )
+        if self.search_mode == "upstream":
+            async with self._db.transaction(read_only=True, org_id=org_id) as conn:
+                return await search.upstream_search(
+                    conn,
+                    vectors=vectors,
+                    texts=queries,
+                    org_id=org_id,
+                    user_id=user_id if user_scoped else None,
+                    agent_id=agent,
+                    exclude_superseded=self.exclude_superseded,
+                    settings=self._db.settings,
+                )
+        where = search.memories_where(
+            org_id, user_id=user_id if user_scoped else None, agent_id=agent, current_only=self.exclude_superseded
+        )
+        found = await search.find(
+            self._db,
+            search.MEMORIES,
+            org_id=org_id,
+            where=where,
+            vectors=vectors,
+            texts=queries,
+            k=self._db.settings.search_top_k,
+            exact=user_scoped,
+            unrelated_similarity=unrelated_similarity(self.embedder),
+            mode=self.search_mode,
+        )
+        # A memory that neither arm relates to the query (score 0) is not a hit.
+        return [[(_memory(row), score) for row, score in hits if score > 0] for hits in found]
+
+
+def _memory(row: dict[str, Any]) -> Memory:
+    return Memory(
+        org_id=row["org_id"],
+        user_id=row["user_id"],
+        agent_id=row["agent_id"],
+        interaction_id=None,
+        memory_id=str(row["memory_id"]),
+        memory=row["memory"],
+        obtained_at=row["obtained_at"],
+        message_sources=None,
+    )
 
 
 def _memory_uuid(value: object) -> uuid.UUID:

@@ -11,7 +11,7 @@ import importlib.util
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from memora_pg.embeddings.base import Embedder, embed_checked
+from memora_pg.embeddings.base import Embedder, embed_checked, unrelated_similarity
 from memora_pg.embeddings.hashing import HashEmbedder
 from memora_pg.embeddings.local import LocalEmbedder
 from memora_pg.errors import EmbeddingError
@@ -38,6 +38,7 @@ __all__ = [
     "default_embedder",
     "dimensions_for_new_database",
     "embed_checked",
+    "unrelated_similarity",
 ]
 
 

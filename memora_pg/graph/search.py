@@ -1,9 +1,15 @@
-"""Nearest memories under any SQL condition: the search behind the mem0-style API.
+"""Where a memory is searched: every search of every face, in one statement per call.
 
-All queries of a call go in one statement: each query's nearest neighbours are a LATERAL
-subquery. Under a condition that pins one user the user's rows are sorted exactly (the btree
-on (org_id, user_id) finds them; never a missed neighbour); otherwise the HNSW index is
-walked with pgvector's iterative scans, so selective conditions still fill the top k.
+* :func:`find` runs the searches of the faces: the hybrid ranking of :mod:`memora_pg.graph.ranking`
+  (the default: dense and BM25-style lexical arms fused, score in [0, 1]), or the cosine
+  similarity alone (``search_mode="dense"``). A search that scores every matching row (a
+  user's memories, an AutoGen namespace) is one statement in autocommit; a search over a whole
+  organization sets the HNSW options of its transaction first (:data:`HNSW_OPTIONS`), so
+  pgvector's iterative scans fill the candidate list under any condition.
+* :func:`upstream_search` keeps upstream Memora's Qdrant-style fusion, for the Memora vector DB
+  with ``search_mode="upstream"``.
+
+All queries of a call go in the same statement.
 """
 
 from __future__ import annotations
@@ -13,17 +19,29 @@ from functools import lru_cache
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import Float, Integer, Select, Text, bindparam, cast, column, func, literal, select, text, true
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy import Float, Integer, Select, and_, bindparam, column, exists, literal, select, text, true
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from memora_pg import vector_params
 from memora_pg.config import Settings
-from memora_pg.graph.memories import FIELDS
+from memora_pg.db import Database
+from memora_pg.graph import autogen_contents as autogen_contents_rows
+from memora_pg.graph import ranking
 from memora_pg.models import Memory
-from memora_pg.schema import memories
-from memora_pg.statements import sql
+from memora_pg.schema import autogen_contents, memories, memory_updates
+from memora_pg.statements import Statement, run, sql
+
+Hit = tuple[dict[str, Any], float]
+
+# The memories as the searches rank them; a hit returns these columns.
+MEMORIES = ranking.Corpus(
+    memories,
+    id_column="memory_id",
+    neighbourhood="interaction_id",
+    returned=("org_id", "user_id", "agent_id", "memory_id", "memory", "metadata", "obtained_at"),
+)
 
 # One row per query vector, numbered from 0.
 QUERY_VECTORS = """
@@ -32,30 +50,28 @@ FROM unnest(CAST(:embeddings AS vector[])) WITH ORDINALITY AS given(embedding, n
 """
 
 
-def _hits(query: ColumnElement[Any], *, org_id: str, where: ColumnElement[bool], k: int, exact: bool) -> Select[Any]:
+def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, exact: bool) -> Select[Any]:
     """The ``k`` memories nearest to ``query`` among those matching ``where``, with their similarity."""
     distance = memories.c.embedding.cosine_distance(query)
     # "+ 0" hides the ordering from the HNSW index: the exact path sorts the matching rows (ties by
     # insertion order); the index path orders by distance alone, which the index can deliver.
     order = (distance + literal(0, Float), memories.c.seq) if exact else (distance,)
     return (
-        select(*FIELDS, (1 - distance).label("score"))
-        .where(memories.c.org_id == org_id, memories.c.embedding.is_not(None), where)
+        select(*(memories.c[name] for name in MEMORIES.returned), (1 - distance).label("score"))
+        .where(memories.c.embedding.is_not(None), where)
         .order_by(*order)
         .limit(k)
     )
 
 
-def nearest_statement(*, org_id: str, where: ColumnElement[bool], k: int, exact: bool, queries: int) -> Select[Any]:
+def nearest_statement(*, where: ColumnElement[bool], k: int, exact: bool, queries: int) -> Select[Any]:
     """The statement of :func:`nearest` for ``queries`` query vectors; it takes :func:`query_vectors`' parameters."""
     if queries == 1:
         # One query (every search): a plain select, cheaper to build and to plan than the LATERAL join below.
         query = bindparam("embedding", type_=vector_params.BinaryVector())
-        return _hits(query, org_id=org_id, where=where, k=k, exact=exact).add_columns(
-            literal(0, Integer).label("query_no")
-        )
+        return _hits(query, where=where, k=k, exact=exact).add_columns(literal(0, Integer).label("query_no"))
     vectors = text(QUERY_VECTORS).columns(column("query_no", Integer), column("embedding", VECTOR())).subquery("q")
-    hits = _hits(vectors.c.embedding, org_id=org_id, where=where, k=k, exact=exact).lateral("hit")
+    hits = _hits(vectors.c.embedding, where=where, k=k, exact=exact).lateral("hit")
     return (
         select(vectors.c.query_no, hits)
         .select_from(vectors.join(hits, true()))
@@ -70,64 +86,119 @@ def query_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
     return {"embeddings": vector_params.many(vectors)}
 
 
-async def nearest(
-    conn: AsyncConnection,
-    *,
+# -- the faces' searches ------------------------------------------------------------------------
+
+
+def memories_where(
     org_id: str,
-    vectors: Sequence[Sequence[float]],
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    current_only: bool = False,
+    also: ColumnElement[bool] | None = None,
+) -> ColumnElement[bool]:
+    """The memories a search looks at: the organization's, the user's and the agent's when given,
+    only those no newer version supersedes when ``current_only``, and those matching ``also``."""
+    conditions = [memories.c.org_id == org_id]
+    if user_id is not None:
+        conditions.append(memories.c.user_id == user_id)
+    if agent_id is not None:
+        conditions.append(memories.c.agent_id == agent_id)
+    if current_only:
+        newer = memory_updates.alias("newer")
+        conditions.append(~exists().where(newer.c.org_id == org_id, newer.c.old_memory_id == memories.c.memory_id))
+    if also is not None:
+        conditions.append(also)
+    return and_(*conditions)
+
+
+# The AutoGen protocol's entries, ranked the same way within a namespace (neighbours by write order).
+AUTOGEN_CONTENTS = ranking.Corpus(
+    autogen_contents, id_column="content_id", neighbourhood=None, returned=autogen_contents_rows.RETURNED
+)
+
+# The HNSW options of a search over a whole organization, for its transaction only: iterative
+# scans, so a selective condition still fills the list, and the list's search width.
+HNSW_OPTIONS = """
+SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', :ef, true)
+"""
+
+
+def statement(
+    corpus: ranking.Corpus,
+    *,
+    schema: str,
     where: ColumnElement[bool],
+    vectors: Sequence[Sequence[float]],
+    texts: Sequence[str],
     k: int,
     exact: bool,
-    ef_search: int = 100,
-) -> list[list[tuple[dict[str, Any], float]]]:
-    """For each vector, up to ``k`` memories of the organization matching ``where``, nearest first.
-
-    Each hit is (the memory's row as a dict, cosine similarity).
-    """
-    if not exact:
-        await conn.execute(
-            text(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', :ef, true)"
-            ),
-            {"ef": str(max(ef_search, k))},
-        )
-    stmt = nearest_statement(org_id=org_id, where=where, k=k, exact=exact, queries=len(vectors))
-    params = query_vectors(vectors)
-    results: list[list[tuple[dict[str, Any], float]]] = [[] for _ in vectors]
-    for row in await conn.execute(stmt, params):
-        data = row._asdict()
-        results[data.pop("query_no")].append((data, float(data.pop("score"))))
-    return results
+    mode: str,
+    settings: Settings,
+    unrelated_similarity: float = 0.0,
+) -> Statement:
+    """The search for ``texts`` (embedded as ``vectors``) among the rows of ``corpus`` matching ``where``."""
+    if mode == "dense":
+        if corpus is not MEMORIES:
+            dense = ranking.dense_statement(corpus, schema=schema, where=where, k=k, exact=exact)
+            return Statement(dense, ranking.query_params(vectors, texts))
+        return Statement(nearest_statement(where=where, k=k, exact=exact, queries=len(vectors)), query_vectors(vectors))
+    weights = ranking.Weights.from_settings(settings, unrelated_similarity)
+    hybrid = ranking.statement(corpus, schema=schema, where=where, k=k, exact=exact, weights=weights)
+    return Statement(hybrid, ranking.query_params(vectors, texts))
 
 
-async def matching_text(
-    conn: AsyncConnection,
+async def find(
+    database: Database,
+    corpus: ranking.Corpus,
     *,
     org_id: str,
-    query: str,
     where: ColumnElement[bool],
+    vectors: Sequence[Sequence[float]],
+    texts: Sequence[str],
     k: int,
-) -> list[dict[str, Any]]:
-    """Up to ``k`` memories whose full-text vector matches any word of ``query``, best ranked first."""
-    # plainto_tsquery joins the words with AND; any word may match, as in a sparse retriever.
-    any_word = cast(
-        func.replace(
-            cast(func.plainto_tsquery(getattr(func, _schema(conn)).search_config(), literal(query)), Text),
-            " & ",
-            " | ",
-        ),
-        TSQUERY,
+    exact: bool,
+    unrelated_similarity: float = 0.0,
+    mode: str | None = None,
+) -> list[list[Hit]]:
+    """For each query, up to ``k`` rows of ``corpus`` matching ``where`` (which pins ``org_id``),
+    best first, as (the row's returned columns, score).
+
+    An ``exact`` search scores every matching row: ``where`` must pin a user or a namespace.
+    ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``).
+    """
+    settings = database.settings
+    search = statement(
+        corpus,
+        schema=database.schema,
+        where=where,
+        vectors=vectors,
+        texts=texts,
+        k=k,
+        exact=exact,
+        mode=mode or settings.search_mode,
+        settings=settings,
+        unrelated_similarity=unrelated_similarity,
     )
-    # ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row.
-    rank = func.ts_rank(memories.c.search_text, any_word)
-    stmt = (
-        select(*FIELDS)
-        .where(memories.c.org_id == org_id, memories.c.search_text.op("@@")(any_word), where)
-        .order_by(rank.desc(), memories.c.seq)
-        .limit(k)
-    )
-    return [row._asdict() for row in await conn.execute(stmt)]
+    if exact:
+        rows = await database.execute_one(search, read_only=True, org_id=org_id)
+    else:
+        async with database.transaction(read_only=True, org_id=org_id) as conn:
+            await conn.execute(
+                sql(conn, HNSW_OPTIONS), {"ef": str(max(settings.hnsw_ef_search, k, settings.search_candidates))}
+            )
+            rows = await run(conn, search)
+    return hits(rows, len(texts))
+
+
+def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:
+    """The rows of a search statement, one list per query."""
+    results: list[list[Hit]] = [[] for _ in range(queries)]
+    for row in rows:
+        data = row._asdict()
+        query_no = data.pop("query_no")
+        results[query_no].append((data, float(data.pop("score"))))
+    return results
 
 
 DENSE_CANDIDATES = 12
@@ -138,8 +209,10 @@ TOP_K = 10
 
 
 @lru_cache(maxsize=32)
-def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: bool) -> str:
-    """The search statement for one combination of scope, agent filter and mode."""
+def search_sql(*, user_scope: bool, agent: bool, exclude_superseded: bool) -> str:
+    """Upstream Memora's search (``search_mode="upstream"``), as its Qdrant store fuses: the 12 nearest
+    memories (kept at cosine >= 0.4) and the 12 best full-text matches, score = sum over the lists
+    holding a memory of 1 / (rank + 2), kept above 0.35, top 10."""
     filters = "m.org_id = :org_id AND m.embedding IS NOT NULL"
     if user_scope:
         filters += " AND m.user_id = :user_id"
@@ -167,13 +240,7 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
             LIMIT {DENSE_CANDIDATES}
         ) AS nearest
         WHERE 1 - nearest.distance >= {MIN_SIMILARITY}"""
-    if mode == "dense":
-        fused = f"""
-        SELECT dense.memory_id, 1 - dense.distance AS score, dense.rank AS dense_rank, 0 AS lexical_rank
-        FROM ({dense}) AS dense"""
-        keep = "true"
-    else:
-        lexical = f"""
+    lexical = f"""
         SELECT m.memory_id,
                row_number() OVER (ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq) - 1 AS rank
         FROM {{schema}}.memories AS m
@@ -181,14 +248,14 @@ def search_sql(*, user_scope: bool, agent: bool, mode: str, exclude_superseded: 
         -- ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row
         ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq
         LIMIT {LEXICAL_CANDIDATES}"""
-        fused = f"""
+    fused = f"""
         SELECT coalesce(dense.memory_id, lexical.memory_id) AS memory_id,
                coalesce(1.0 / (dense.rank + 2), 0) + coalesce(1.0 / (lexical.rank + 2), 0) AS score,
                coalesce(dense.rank, {DENSE_CANDIDATES}) AS dense_rank,
                coalesce(lexical.rank, {LEXICAL_CANDIDATES}) AS lexical_rank
         FROM ({dense}) AS dense
         FULL JOIN ({lexical}) AS lexical ON lexical.memory_id = dense.memory_id"""
-        keep = f"fused.score > {MIN_FUSED_SCORE}"
+    keep = f"fused.score > {MIN_FUSED_SCORE}"
     return f"""
 -- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
 WITH q AS MATERIALIZED (
@@ -214,7 +281,7 @@ ORDER BY q.query_no, hit.score DESC, hit.dense_rank, hit.lexical_rank
 """
 
 
-async def search(
+async def upstream_search(
     conn: AsyncConnection,
     *,
     vectors: Sequence[Sequence[float]],
@@ -222,21 +289,13 @@ async def search(
     org_id: str,
     user_id: str | None,
     agent_id: str | None,
-    mode: str,
     exclude_superseded: bool,
     settings: Settings,
 ) -> list[list[tuple[Memory, float]]]:
     if user_id is None:
-        # Organization-wide: HNSW with iterative scans, so the tenant filter never starves the top-k.
-        await conn.execute(
-            text(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-                " set_config('hnsw.ef_search', :ef, true)"
-            ),
-            {"ef": str(settings.hnsw_ef_search)},
-        )
+        await conn.execute(sql(conn, HNSW_OPTIONS), {"ef": str(settings.hnsw_ef_search)})
     template = search_sql(
-        user_scope=user_id is not None, agent=agent_id is not None, mode=mode, exclude_superseded=exclude_superseded
+        user_scope=user_id is not None, agent=agent_id is not None, exclude_superseded=exclude_superseded
     )
     params: dict[str, Any] = {
         "org_id": org_id,
@@ -262,8 +321,3 @@ async def search(
         )
         results[row.query_no].append((memory, float(row.score)))
     return results
-
-
-def _schema(conn: AsyncConnection) -> str:
-    schema: str = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
-    return schema

@@ -109,6 +109,7 @@ class MemoryConfig(BaseModel):
             values["embedding_dimensions"] = int(store["embedding_model_dims"])
         if store.get("schema"):
             values["db_schema"] = store["schema"]
+        # Every search is hybrid unless MEMORA_PG_SEARCH_MODE says otherwise; mem0's flag asks for it too.
         if store.get("hybrid_search"):
             values["search_mode"] = "hybrid"
         return Settings(**values)
@@ -130,10 +131,6 @@ class MemoryConfig(BaseModel):
         if provider == "hash":
             return HashEmbedder(int(dims or 384))
         raise DuragValidationError(f"embedder provider must be 'openai', 'local' or 'hash', not {provider!r}")
-
-    @property
-    def hybrid_search(self) -> bool:
-        return bool(self.vector_store.config.get("hybrid_search", False))
 
 
 def _database_url(store: dict[str, Any]) -> str | None:

@@ -21,13 +21,12 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.db import Database
-from memora_pg.embeddings import Embedder, embed_checked
+from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
 from memora_pg.errors import LLMError
-from memora_pg.graph import audit, history, memories, orgs, saves
+from memora_pg.graph import audit, history, memories, orgs, saves, search
 from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
-from memora_pg.graph.search import matching_text, nearest
 from memora_pg.ids import parse_memory_id
 from memora_pg.mem0 import prompts
 from memora_pg.mem0.config import MemoryConfig
@@ -36,7 +35,6 @@ from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
 from memora_pg.mem0.shapes import (
     INTERNAL_KEYS,
     PROCEDURAL,
-    RRF_K,
     SESSION_KEYS,
     SIMILAR_PER_FACT,
     Scope,
@@ -226,16 +224,17 @@ class AsyncMemory:
 
         # Related memories of the same scope, one statement for all facts.
         fact_vectors = await self._embed(facts, query=False)
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            related = await nearest(
-                conn,
-                org_id=self.org_id,
-                vectors=fact_vectors,
-                where=scope.where(),
-                k=SIMILAR_PER_FACT,
-                exact=bool(scope.user_id),
-                ef_search=self._db.settings.hnsw_ef_search,
-            )
+        related = await search.find(
+            self._db,
+            search.MEMORIES,
+            org_id=self.org_id,
+            where=search.memories_where(self.org_id, also=scope.where()),
+            vectors=fact_vectors,
+            texts=facts,
+            k=SIMILAR_PER_FACT,
+            exact=bool(scope.user_id),
+            unrelated_similarity=unrelated_similarity(self.embedder),
+        )
         existing: dict[str, dict[str, Any]] = {}
         for hits in related:
             for row, _ in hits:
@@ -366,27 +365,17 @@ class AsyncMemory:
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         (vector,) = await self._embed([query], query=True)
-        exact = filter_language.uses_user_scope(combined)
-        # One statement unless the HNSW options are set first or the full-text list is read too.
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            (hits,) = await nearest(
-                conn,
-                org_id=self.org_id,
-                vectors=[vector],
-                where=where,
-                k=top_k,
-                exact=exact,
-                ef_search=self._db.settings.hnsw_ef_search,
-            )
-            if self.config.hybrid_search:
-                lexical = await matching_text(
-                    conn,
-                    org_id=self.org_id,
-                    query=query,
-                    where=where,
-                    k=top_k,
-                )
-                hits = fused(hits, lexical, top_k)
+        (hits,) = await search.find(
+            self._db,
+            search.MEMORIES,
+            org_id=self.org_id,
+            where=search.memories_where(self.org_id, also=where),
+            vectors=[vector],
+            texts=[query],
+            k=top_k,
+            exact=filter_language.uses_user_scope(combined),
+            unrelated_similarity=unrelated_similarity(self.embedder),
+        )
         found = [(row, score) for row, score in hits if threshold is None or score >= threshold]
         if rerank and found and self.reranker is not None:
             scores = await self.reranker.scores(query, [row["memory"] for row, _ in found])
@@ -506,21 +495,3 @@ class AsyncMemory:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
         async with self._db.transaction(org_id=self.org_id) as conn:
             await orgs.delete(conn, org_id=self.org_id)
-
-
-def fused(
-    dense: list[tuple[dict[str, Any], float]], lexical: list[dict[str, Any]], top_k: int
-) -> list[tuple[dict[str, Any], float]]:
-    """Reciprocal-rank fusion (k = 60) of the vector hits with the full-text hits.
-
-    The fused score is normalised so that first place in both lists scores 1.0.
-    """
-    best = 2 / (RRF_K + 1)
-    scores: dict[str, tuple[dict[str, Any], float]] = {}
-    for ranked in ([row for row, _ in dense], lexical):
-        for rank, row in enumerate(ranked):
-            key = str(row["memory_id"])
-            previous = scores.get(key, (row, 0.0))[1]
-            scores[key] = (row, previous + 1 / (RRF_K + 1 + rank))
-    ordered = sorted(scores.values(), key=lambda pair: -pair[1])[:top_k]
-    return [(row, score / best) for row, score in ordered]

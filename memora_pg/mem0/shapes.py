@@ -39,9 +39,6 @@ class Scope:
         return filter_language.compile_filters({key: value for key, value in given.items() if value})
 
 
-RRF_K = 60
-
-
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
 

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import ClauseElement
 
 from memora_pg import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore, PostgresGraphDB
 
@@ -47,3 +53,28 @@ def payload(
             for text, pos, old in contrary
         ],
     )
+
+
+class Explain(Executable, ClauseElement):
+    """EXPLAIN (FORMAT JSON) of a Core statement, with its parameters bound as usual."""
+
+    inherit_cache = False
+
+    def __init__(self, statement: Any) -> None:
+        self.statement = statement
+
+
+@compiles(Explain, "postgresql")
+def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
+    return "EXPLAIN (FORMAT JSON) " + str(compiler.process(element.statement, **kw))
+
+
+def plan_nodes(plan: str) -> list[tuple[str, str | None, str | None]]:
+    """(node type, index name, relation name) of every node of an EXPLAIN (FORMAT JSON) plan."""
+    stack = [json.loads(plan)[0]["Plan"]]
+    nodes = []
+    while stack:
+        node = stack.pop()
+        nodes.append((node["Node Type"], node.get("Index Name"), node.get("Relation Name")))
+        stack.extend(node.get("Plans", []))
+    return nodes

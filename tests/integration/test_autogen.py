@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from sqlalchemy import QueuePool, text
+from sqlalchemy import QueuePool, and_, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import (
@@ -27,10 +28,12 @@ from memora_pg.autogen import (
     PostgresMemory,
     SystemMessage,
 )
+from memora_pg.db import with_vector_codec
 from memora_pg.embeddings import HashEmbedder, LocalEmbedder
 from memora_pg.graph import autogen_contents as contents
+from memora_pg.graph import search
 from memora_pg.graph.autogen_contents import MAX_BYTES, MAX_TEXT_CHARS
-from tests.integration.helpers import world
+from tests.integration.helpers import Explain, plan_nodes, world
 
 # A 1x1 PNG (red), small enough to inline.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC")
@@ -158,14 +161,14 @@ async def test_query_returns_the_most_similar_first_with_scores(engine: AsyncEng
 
 
 async def test_an_identical_text_scores_one(engine: AsyncEngine, settings: Settings) -> None:
-    """Querying with a stored text finds it first with a similarity of 1."""
+    """Querying with a stored text finds it first; both arms at their best score at least 1 / (1 + neighbour boost)."""
     memory = make(engine, settings)
     await memory.add(text_content("the user is vegetarian"))
     await memory.add(text_content("the user plays chess on sundays"))
     (best, *_) = (await memory.query("the user plays chess on sundays")).results
     assert best.content == "the user plays chess on sundays"
     assert best.metadata is not None
-    assert best.metadata["score"] == pytest.approx(1.0)
+    assert 1 / 1.3 - 1e-9 <= best.metadata["score"] <= 1
 
 
 async def test_json_is_searchable_by_its_serialized_text(engine: AsyncEngine, settings: Settings) -> None:
@@ -194,12 +197,12 @@ async def test_score_threshold_drops_weak_results(engine: AsyncEngine, settings:
     """score_threshold keeps only results at or above it; query(score_threshold=...) overrides it per call."""
     await make(engine, settings).add(text_content("green tea"))
     await make(engine, settings).add(text_content("a completely unrelated sentence about trains"))
-    strict = make(engine, settings, score_threshold=0.99)
+    strict = make(engine, settings, score_threshold=0.7)
     assert [m.content for m in (await strict.query("green tea")).results] == ["green tea"]
     assert len((await strict.query("green tea", score_threshold=None)).results) == 2
     assert len((await strict.query("green tea", score_threshold=-1)).results) == 2
     loose = make(engine, settings)
-    assert [m.content for m in (await loose.query("green tea", score_threshold=0.99)).results] == ["green tea"]
+    assert [m.content for m in (await loose.query("green tea", score_threshold=0.7)).results] == ["green tea"]
 
 
 async def test_bytes_and_images_are_listed_but_never_queried(engine: AsyncEngine, settings: Settings) -> None:
@@ -570,16 +573,22 @@ async def test_queries_use_the_namespace_index(engine: AsyncEngine) -> None:
             )
         )
         await conn.execute(text("ANALYZE memora.autogen_contents"))
-    scope = contents.Scope(org_id="default", namespace="ns7")
-    statements = [
-        contents.most_similar_statement(scope=scope, embedding=[0.1] * 384, k=5, min_score=0.2),
-        contents.most_similar_statement(
-            scope=contents.Scope("default", "ns7", "u", "a"), embedding=[0.1] * 384, k=5, min_score=None
-        ),
-    ]
-    for statement in statements:
-        compiled = statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True})
+    for scope in (contents.Scope("default", "ns7"), contents.Scope("default", "ns7", "u", "a")):
+        statement = search.statement(
+            search.AUTOGEN_CONTENTS,
+            schema="memora",
+            where=and_(*scope.conditions()),
+            vectors=[[0.1] * 384],
+            texts=["entry 7"],
+            k=5,
+            exact=True,
+            mode="hybrid",
+            settings=Settings(),
+        )
         async with engine.connect() as conn:
-            await conn.execute(text("SET search_path TO memora, public"))
-            plan = (await conn.execute(text(f"EXPLAIN {compiled}"))).all()
-        assert "ix_autogen_contents_namespace" in "\n".join(row[0] for row in plan)
+            await with_vector_codec(conn)
+            scoped = await conn.execution_options(schema_translate_map={None: "memora"})
+            plan = json.dumps((await scoped.execute(Explain(statement.sql), statement.params)).scalar())
+        nodes = plan_nodes(plan)
+        assert any(index == "ix_autogen_contents_namespace" for _, index, _ in nodes)
+        assert ("Seq Scan", None, "autogen_contents") not in nodes

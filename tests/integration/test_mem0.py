@@ -290,7 +290,7 @@ async def test_rerank(memory: AsyncMemory, database_url: str, llm: FakeOpenAISer
 
 
 async def test_hybrid_search_fuses_full_text(database_url: str, llm: FakeOpenAIServer) -> None:
-    """With hybrid_search, a word match ranks with the vector hits (reciprocal rank fusion)."""
+    """With hybrid_search (the default anyway), a word match ranks with the vector hits."""
     store = AsyncMemory.from_config(_config(database_url, llm, hybrid_search=True))
     try:
         await store.add(

@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.expression import ClauseElement, Executable
 
-from memora_pg import vector_params
+from memora_pg import Settings, vector_params
 from memora_pg.db import with_vector_codec
-from memora_pg.graph import memories
+from memora_pg.graph import memories, search
 from memora_pg.graph.filters import compile_filters
 from memora_pg.graph.search import nearest_statement, query_vectors, search_sql
 from memora_pg.migrations import MigrationOptions, upgrade
 from memora_pg.schema import memories as memories_table
+from memora_pg.statements import Statement
 from tests.conftest import _create_database, _drop_database
+from tests.integration.helpers import Explain, plan_nodes
 
 DIMENSIONS = 32
 USERS = 100
@@ -44,20 +44,6 @@ ANALYZE memora.memories;
 
 def _plan_text(plan: Any) -> str:
     return json.dumps(plan)
-
-
-class Explain(Executable, ClauseElement):
-    """EXPLAIN (FORMAT JSON) of a Core statement, with its parameters bound as usual."""
-
-    inherit_cache = False
-
-    def __init__(self, statement: Any) -> None:
-        self.statement = statement
-
-
-@compiles(Explain, "postgresql")
-def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
-    return "EXPLAIN (FORMAT JSON) " + str(compiler.process(element.statement, **kw))
 
 
 async def _explain_core(engine: AsyncEngine, statement: Any, params: dict[str, Any] | None = None) -> str:
@@ -117,7 +103,6 @@ async def seeded(scale: tuple[str, int]) -> AsyncIterator[AsyncEngine]:
 def _search_params(user: bool) -> dict[str, Any]:
     params: dict[str, Any] = {
         "org_id": "org",
-        "ts_config": "simple",
         "query_nos": [0],
         "embeddings": vector_params.many([[0.1] * DIMENSIONS]),
         "queries": ["memory number 7"],
@@ -127,34 +112,46 @@ def _search_params(user: bool) -> dict[str, Any]:
     return params
 
 
+def _search(*, user: bool, mode: str) -> Statement:
+    """The faces' search for one query, as search.find builds it."""
+    return search.statement(
+        search.MEMORIES,
+        schema="memora",
+        where=search.memories_where("org", user_id="u7" if user else None),
+        vectors=[[0.1] * DIMENSIONS],
+        texts=["memory number 7"],
+        k=10,
+        exact=user,
+        mode=mode,
+        settings=Settings(),
+    )
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "dense"])
 async def test_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine, mode: str) -> None:
-    """User-scoped search finds the user's rows by (org_id, user_id) and sorts them exactly."""
+    """User-scoped search finds the user's rows by (org_id, user_id) and scores them all, exactly."""
+    statement = _search(user=True, mode=mode)
+    plan = await _explain_core(seeded, statement.sql, statement.params)
+    assert "ix_memories_user_" in plan
+    assert "ix_memories_embedding_hnsw" not in plan
+
+
+async def test_upstream_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine) -> None:
+    """search_mode="upstream": the user's rows by (org_id, user_id), sorted exactly."""
     plan = await _explain(
-        seeded, search_sql(user_scope=True, agent=False, mode=mode, exclude_superseded=False), _search_params(True)
+        seeded, search_sql(user_scope=True, agent=False, exclude_superseded=False), _search_params(True)
     )
     assert "ix_memories_user_" in plan
     assert "ix_memories_embedding_hnsw" not in plan
 
 
-async def test_organization_search_uses_hnsw_at_scale(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+async def test_organization_search_uses_hnsw_at_scale(seeded: AsyncEngine, scale: tuple[str, int], mode: str) -> None:
     """Organization-wide search walks the HNSW index at scale; a small table is sorted exactly, which is cheaper."""
-    plan = await _explain(
-        seeded, search_sql(user_scope=False, agent=False, mode="dense", exclude_superseded=False), _search_params(False)
-    )
+    statement = _search(user=False, mode=mode)
+    plan = await _explain_core(seeded, statement.sql, statement.params)
     uses_hnsw = "ix_memories_embedding_hnsw" in plan
     assert uses_hnsw == (scale[1] >= 10_000)
-
-
-def _nodes(plan: str) -> list[tuple[str, str | None, str | None]]:
-    """(node type, index name, relation name) of every node of an EXPLAIN (FORMAT JSON) plan."""
-    stack = [json.loads(plan)[0]["Plan"]]
-    nodes = []
-    while stack:
-        node = stack.pop()
-        nodes.append((node["Node Type"], node.get("Index Name"), node.get("Relation Name")))
-        stack.extend(node.get("Plans", []))
-    return nodes
 
 
 async def test_user_memory_listing_uses_the_recency_index(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
@@ -162,7 +159,7 @@ async def test_user_memory_listing_uses_the_recency_index(seeded: AsyncEngine, s
     (org_id, user_id, obtained_at desc, seq desc) in order, without sorting."""
     listing = memories.LIST_FOR_USER
     plan = await _explain(seeded, listing, {"org_id": "org", "user_id": "u7", "skip": 0, "limit": 50})
-    nodes = _nodes(plan)
+    nodes = plan_nodes(plan)
     assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
     assert ("Seq Scan", None, "memories") not in nodes
     if scale[1] >= 10_000:
@@ -186,7 +183,7 @@ async def test_metadata_filter_uses_the_gin_index(seeded: AsyncEngine, scale: tu
         .order_by(memories_table.c.obtained_at.desc(), memories_table.c.seq.desc())
         .limit(20)
     )
-    nodes = _nodes(await _explain_core(seeded, statement))
+    nodes = plan_nodes(await _explain_core(seeded, statement))
     if scale[1] >= 10_000:
         assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes, nodes
     assert ("Seq Scan", None, "memories") not in nodes or scale[1] < 10_000
@@ -199,32 +196,29 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     (a plain select) and for several (a LATERAL join)."""
     params = query_vectors([[0.1 * (n + 1)] * DIMENSIONS for n in range(queries)])
     user_scoped = nearest_statement(
-        org_id="org",
-        where=compile_filters({"user_id": "u7", "category": "rare"}),
+        where=search.memories_where("org", also=compile_filters({"user_id": "u7", "category": "rare"})),
         k=10,
         exact=True,
         queries=queries,
     )
-    nodes = _nodes(await _explain_core(seeded, user_scoped, params))
+    nodes = plan_nodes(await _explain_core(seeded, user_scoped, params))
     assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
     assert all(index != "ix_memories_embedding_hnsw" for _, index, _ in nodes)
     selective = nearest_statement(
-        org_id="org",
-        where=compile_filters({"agent_id": "agent", "category": "rare"}),
+        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "rare"})),
         k=10,
         exact=False,
         queries=queries,
     )
-    nodes = _nodes(await _explain_core(seeded, selective, params))
+    nodes = plan_nodes(await _explain_core(seeded, selective, params))
     if scale[1] >= 10_000:
         assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes
     broad = nearest_statement(
-        org_id="org",
-        where=compile_filters({"agent_id": "agent", "category": "common"}),
+        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "common"})),
         k=10,
         exact=False,
         queries=queries,
     )
-    nodes = _nodes(await _explain_core(seeded, broad, params))
+    nodes = plan_nodes(await _explain_core(seeded, broad, params))
     if scale[1] >= 10_000:
         assert ("Index Scan", "ix_memories_embedding_hnsw", "memories") in nodes

@@ -63,18 +63,47 @@ async def test_user_search_finds_the_users_memories_with_raw_text(graph: Postgre
     assert 0.35 < score <= 1.0
 
 
-async def test_hybrid_scores_follow_upstreams_fusion(graph: PostgresGraphDB) -> None:
-    """A memory first in both lists scores 1/2 + 1/2 = 1.0; everything kept scores more than 0.35."""
+async def test_hybrid_scores_lie_in_zero_to_one_best_first(graph: PostgresGraphDB) -> None:
+    """The default search scores in (0, 1], best first; a memory neither arm relates to the query is no hit."""
+    w = await world(graph)
+    for fact in ["green tea", "black coffee", "sparkling water", "green tea with lemon"]:
+        await _facts(graph, w, [fact])
+    (hits,) = await _vector(graph).search_memories(["green tea"], USER, w.org_id, w.user_id)
+    assert [m.memory for m, _ in hits][:2] == ["green tea", "green tea with lemon"]
+    scores = [score for _, score in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 < score <= 1 for score in scores)
+    # both arms at their best: 1 / (1 + neighbour_boost) alone, up to 1 with an equally good neighbour
+    assert hits[0][1] == pytest.approx(1 / 1.3)
+    assert "black coffee" not in [m.memory for m, _ in hits]
+
+
+async def test_a_memory_next_to_a_strong_hit_is_lifted(graph: PostgresGraphDB) -> None:
+    """Memories of one interaction neighbour each other: the one written next to a strong hit outranks
+    an equally unrelated memory of another interaction, and stays below the hit itself."""
+    w = await world(graph)
+    await _facts(graph, w, ["paddles a kayak on weekends", "keeps it at the marina"])
+    await _facts(graph, w, ["keeps a diary"])
+    (hits,) = await _vector(graph).search_memories(["kayak"], USER, w.org_id, w.user_id)
+    ranked = [m.memory for m, _ in hits]
+    assert ranked[:2] == ["paddles a kayak on weekends", "keeps it at the marina"]
+    assert hits[1][1] < hits[0][1]
+
+
+async def test_upstream_mode_scores_follow_upstreams_fusion(engine: AsyncEngine, settings: Settings) -> None:
+    """search_mode="upstream": first in both lists scores 1/2 + 1/2 = 1.0; everything kept scores more than 0.35."""
+    vector = PgVectorDB(engine, embedder=HashEmbedder(384), settings=settings, search_mode="upstream")
+    graph = PostgresGraphDB(engine, settings=settings, associated_vector_db=vector)
     w = await world(graph)
     await _facts(graph, w, ["green tea", "black coffee", "sparkling water"])
-    (hits,) = await _vector(graph).search_memories(["green tea"], USER, w.org_id, w.user_id)
+    (hits,) = await vector.search_memories(["green tea"], USER, w.org_id, w.user_id)
     assert hits[0][0].memory == "green tea"
     assert hits[0][1] == pytest.approx(1.0)
     assert all(score > 0.35 for _, score in hits)
 
 
 async def test_dense_mode_scores_are_cosine_similarities(engine: AsyncEngine, settings: Settings) -> None:
-    """In dense mode the score is 1 - cosine distance, at least 0.4."""
+    """In dense mode the score is 1 - cosine distance, nearest first, and unrelated memories score near 0."""
     vector = PgVectorDB(engine, embedder=HashEmbedder(384), settings=settings, search_mode="dense")
     graph = PostgresGraphDB(engine, settings=settings, associated_vector_db=vector)
     w = await world(graph)
@@ -82,16 +111,17 @@ async def test_dense_mode_scores_are_cosine_similarities(engine: AsyncEngine, se
     (hits,) = await vector.search_memories(["green tea"], USER, w.org_id, w.user_id)
     assert hits[0][0].memory == "green tea"
     assert hits[0][1] == pytest.approx(1.0, abs=1e-5)
-    assert all(score >= 0.4 for _, score in hits)
-    assert "unrelated words entirely" not in [m.memory for m, _ in hits]
+    # The unrelated memory's cosine similarity is 0: no hit.
+    assert [m.memory for m, _ in hits] == ["green tea", "green tea with milk"]
 
 
 async def test_one_list_per_query_in_order(graph: PostgresGraphDB) -> None:
-    """search_memories returns exactly one list per query, in query order; a miss is []."""
+    """search_memories returns exactly one list per query, in query order; an unrelated query scores low."""
     w = await world(graph)
     await _facts(graph, w, ["green tea", "mountain bike"])
     results = await _vector(graph).search_memories(["mountain bike", "zzz qqq", "green tea"], USER, w.org_id, w.user_id)
-    assert [[m.memory for m, _ in r][:1] for r in results] == [["mountain bike"], [], ["green tea"]]
+    assert [[m.memory for m, _ in r][:1] for r in results[::2]] == [["mountain bike"], ["green tea"]]
+    assert max((score for _, score in results[1]), default=0) < min(results[0][0][1], results[2][0][1]) / 2
 
 
 async def test_organization_scope_ignores_user_and_agent_filter_applies(graph: PostgresGraphDB) -> None:

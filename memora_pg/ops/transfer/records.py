@@ -62,6 +62,7 @@ from memora_pg.schema import (
     organizations,
     users,
 )
+from memora_pg.statements import to_search_text
 
 FORMAT = "memora_pg_export"
 FORMAT_END = "memora_pg_export_end"
@@ -237,7 +238,7 @@ def insert_statement(table: Table, schema: str) -> Insert:
         elif field.kind == "searchable":
             # The schema's full-text rule (migration 0006); it is strict: a null source (a memory that is
             # not searchable) gives a null vector.
-            computed[field.column] = getattr(func, schema).to_search_text(given)
+            computed[field.column] = to_search_text(schema, given)
     return insert(table).values(computed)
 
 

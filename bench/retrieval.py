@@ -1,0 +1,463 @@
+"""Retrieval quality: LoCoMo recall@k of every face's default search, beside the floors of the same run.
+
+    python -m bench.retrieval PATH [--updates bench/data/update_detection.json] [--out BENCHMARKS.md]
+
+PATH is a LoCoMo-format file (the development set, or the full set a user downloads). Every
+turn is one memory, text ``"<speaker>: <text>"``, stored for one user per conversation through
+each face's public API: the Memora graph (one interaction per session, each turn a memory
+sourced from its message, dated by the session), the mem0-style ``AsyncMemory``
+(``add(infer=False)`` of each session's turns) and the AutoGen ``PostgresMemory`` (one ``add`` per
+turn). Every question of categories 1-4 with evidence is searched in the user's scope; recall@k
+is the share of the question's evidence turns among the first k results, averaged over the
+questions. Evidence ids are cleaned as written (``"D8:6; D9:17"`` is two ids, ``"D:11:26"`` is
+``D11:26``); ids that name no turn are dropped, and a question left with none is skipped.
+
+The floors run in the same database: plain cosine similarity over the user's rows, and
+PostgreSQL full-text alone (``english``, any query word, ``ts_rank``), both as raw SQL.
+
+``--updates`` also measures update detection: each user's facts are saved as memories; for
+each update, the Memora vector DB's search with the update's text as the query (what the Memora
+agent runs before its comparison call) must return the old version among its hits.
+
+Embeddings come from the offline default embedder (multilingual-e5-small); each distinct text is
+embedded once and shared by every face and floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.server import Server
+from memora_pg import (
+    AsyncMemory,
+    MemoriesAndInteraction,
+    MemorySearchScope,
+    MemoryToStore,
+    PgVectorDB,
+    PostgresGraphDB,
+    PostgresMemory,
+    Settings,
+)
+from memora_pg.embeddings import Embedder, LocalEmbedder, unrelated_similarity
+from memora_pg.mem0 import MemoryConfig
+
+KS = (1, 5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SECTION_START = "<!-- bench:retrieval:start -->"
+SECTION_END = "<!-- bench:retrieval:end -->"
+
+
+# -- the data ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    session: int
+    date: datetime
+    text: str
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+
+
+def _date(value: str | None) -> datetime:
+    try:
+        return datetime.strptime(value or "", "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return datetime(2023, 1, 1, tzinfo=timezone.utc)
+
+
+def load(path: Path) -> list[Conversation]:
+    found = []
+    for sample in json.loads(path.read_text()):
+        conversation = sample["conversation"]
+        turns: list[Turn] = []
+        session = 1
+        while f"session_{session}" in conversation:
+            at = _date(conversation.get(f"session_{session}_date_time"))
+            turns += [
+                Turn(t["dia_id"], session, at, f"{t['speaker']}: {t['text']}")
+                for t in conversation[f"session_{session}"]
+            ]
+            session += 1
+        known = {turn.dia_id for turn in turns}
+        questions = []
+        for qa in sample.get("qa", []):
+            evidence = _evidence(qa.get("evidence") or [], known)
+            if qa.get("category") in CATEGORIES and evidence:
+                questions.append(Question(qa["question"], qa["category"], evidence))
+        found.append(Conversation(sample["sample_id"], turns, questions))
+    return found
+
+
+def _evidence(given: Sequence[str], known: set[str]) -> list[str]:
+    ids: list[str] = []
+    for entry in given:
+        for part in re.split(r"[;,\s]+", entry):
+            match = re.match(r"^D:?(\d+):(\d+)$", part)
+            if match and f"D{int(match[1])}:{int(match[2])}" in known:
+                ids.append(f"D{int(match[1])}:{int(match[2])}")
+    return list(dict.fromkeys(ids))
+
+
+# -- embedding once ----------------------------------------------------------------------------
+
+
+class SharedEmbedder:
+    """The offline embedder, each distinct text embedded once (documents and queries apart)."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.unrelated_similarity = unrelated_similarity(inner)
+        self.cache: dict[tuple[bool, str], list[float]] = {}
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    async def _embed(self, texts: Sequence[str], query: bool) -> list[list[float]]:
+        missing = list(dict.fromkeys(t for t in texts if (query, t) not in self.cache))
+        for start in range(0, len(missing), 256):
+            batch = missing[start : start + 256]
+            vectors = await (self.inner.embed_queries(batch) if query else self.inner.embed_documents(batch))
+            self.cache.update({(query, t): list(v) for t, v in zip(batch, vectors, strict=True)})
+        return [self.cache[(query, t)] for t in texts]
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._embed(texts, False)
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self._embed(texts, True)
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    name: str
+    recalls: dict[str, list[list[float]]] = field(default_factory=dict)
+    returned: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    depth: int = 20
+
+    def add(self, question: Question, ranked: Sequence[str], seconds: float | None = None) -> None:
+        row = [len(set(ranked[:k]) & set(question.evidence)) / len(question.evidence) for k in KS]
+        for key in ("all", CATEGORIES[question.category]):
+            self.recalls.setdefault(key, []).append(row)
+        self.returned.append(len(ranked))
+        if seconds is not None:
+            self.seconds.append(seconds)
+
+    def recall(self, key: str = "all") -> list[float]:
+        rows = self.recalls.get(key, [])
+        return [statistics.fmean(column) for column in zip(*rows, strict=True)] if rows else []
+
+    def cells(self, key: str = "all") -> list[str]:
+        return [f"{value:.3f}" if k <= self.depth else "—" for k, value in zip(KS, self.recall(key), strict=True)]
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+# -- the faces ---------------------------------------------------------------------------------
+
+
+Search = Callable[[str], Awaitable[list[str]]]
+
+
+async def _each(result: Result, conversation: Conversation, search: Search) -> None:
+    for question in conversation.questions:
+        start = time.perf_counter()
+        ranked = await search(question.text)
+        result.add(question, ranked, time.perf_counter() - start)
+
+
+async def memora_face(url: str, settings: Settings, embedder: SharedEmbedder, data: list[Conversation]) -> Result:
+    """PostgresGraphDB saves, PgVectorDB.search_memory (its default: top 10)."""
+    result = Result("Memora `PgVectorDB.search_memory`", depth=10)
+    async with PostgresGraphDB(url, settings=settings, embedder=embedder) as graph:
+        vector = graph.get_associated_vector_db()
+        assert isinstance(vector, PgVectorDB)
+        org = await graph.create_organization("locomo")
+        agent = await graph.create_agent(org.org_id, "assistant")
+        for conversation in data:
+            user = await graph.create_user(org.org_id, conversation.sample_id)
+            by_memory: dict[str, str] = {}
+            for session in sorted({t.session for t in conversation.turns}):
+                turns = [t for t in conversation.turns if t.session == session]
+                await graph.save_interaction_with_memories(
+                    org.org_id,
+                    agent.agent_id,
+                    user.user_id,
+                    MemoriesAndInteraction(
+                        interaction=[{"role": "user", "content": t.text} for t in turns],
+                        interaction_date=turns[0].date,
+                        memories=[MemoryToStore(memory=t.text, source_msg_block_pos=[i]) for i, t in enumerate(turns)],
+                    ),
+                )
+            for memory in await graph.get_all_user_memories(org.org_id, user.user_id, limit=100_000):
+                by_memory[memory.memory_id] = memory.memory
+
+            ids = {t.text: t.dia_id for t in conversation.turns}
+
+            async def search(question: str, user_id: str = user.user_id, ids: dict[str, str] = ids) -> list[str]:
+                hits = await vector.search_memory(question, MemorySearchScope.USER, org.org_id, user_id)
+                return [ids[memory.memory] for memory, _ in hits]
+
+            await _each(result, conversation, search)
+    return result
+
+
+async def mem0_face(url: str, settings: Settings, embedder: SharedEmbedder, data: list[Conversation]) -> Result:
+    """AsyncMemory.add(infer=False) per session, search(top_k=20) with its default threshold."""
+    result = Result("mem0-style `AsyncMemory.search(top_k=20)`")
+    config = MemoryConfig.model_validate(
+        {"vector_store": {"provider": "pgvector", "config": {"connection_string": url, "collection_name": "locomo"}}}
+    )
+    memory = AsyncMemory(config, embedder=embedder)
+    try:
+        for conversation in data:
+            for session in sorted({t.session for t in conversation.turns}):
+                turns = [t for t in conversation.turns if t.session == session]
+                await memory.add(
+                    [{"role": "user", "content": t.text} for t in turns], user_id=conversation.sample_id, infer=False
+                )
+            ids = {t.text: t.dia_id for t in conversation.turns}
+
+            async def search(
+                question: str, user_id: str = conversation.sample_id, ids: dict[str, str] = ids
+            ) -> list[str]:
+                found = await memory.search(question, top_k=20, filters={"user_id": user_id})
+                return [ids[hit["memory"]] for hit in found["results"]]
+
+            await _each(result, conversation, search)
+    finally:
+        await memory.close()
+    return result
+
+
+async def autogen_face(url: str, settings: Settings, embedder: SharedEmbedder, data: list[Conversation]) -> Result:
+    """PostgresMemory.add per turn, query(k=20)."""
+    from memora_pg.autogen import MemoryContent, MemoryMimeType
+
+    result = Result("AutoGen `PostgresMemory.query(k=20)`")
+    for conversation in data:
+        store = PostgresMemory(conversation.sample_id, database_url=url, embedder=embedder, k=20)
+        try:
+            await store.setup()
+            for turn in conversation.turns:
+                await store.add(MemoryContent(content=turn.text, mime_type=MemoryMimeType.TEXT))
+            ids = {t.text: t.dia_id for t in conversation.turns}
+
+            async def search(question: str, store: PostgresMemory = store, ids: dict[str, str] = ids) -> list[str]:
+                found = await store.query(question)
+                return [ids[str(hit.content)] for hit in found.results]
+
+            await _each(result, conversation, search)
+        finally:
+            await store.close()
+    return result
+
+
+# -- the floors --------------------------------------------------------------------------------
+
+FLOOR_TABLE = """
+CREATE TABLE IF NOT EXISTS floor_turns (
+    user_id text, dia_id text, memory text, embedding vector({dimensions}),
+    search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', memory)) STORED
+)"""
+COSINE = """
+SELECT dia_id FROM floor_turns WHERE user_id = $1 ORDER BY embedding <=> $2 LIMIT 20
+"""
+FULL_TEXT = """
+SELECT dia_id FROM floor_turns,
+     CAST(replace(CAST(plainto_tsquery('english', $2) AS text), ' & ', ' | ') AS tsquery) AS query
+WHERE user_id = $1 AND search_text @@ query
+ORDER BY ts_rank(search_text, query) DESC
+LIMIT 20
+"""
+
+
+async def floors(url: str, embedder: SharedEmbedder, data: list[Conversation]) -> list[Result]:
+    from bench.server import connect
+
+    conn = await connect(url)
+    cosine, lexical = (
+        Result("plain cosine over the user's rows (floor)"),
+        Result("full-text alone, `english`, `ts_rank` (floor)"),
+    )
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await conn.execute(FLOOR_TABLE.format(dimensions=embedder.dimensions))
+        from memora_pg import vector_params
+
+        for conversation in data:
+            vectors = await embedder.embed_documents([t.text for t in conversation.turns])
+            await conn.executemany(
+                "INSERT INTO floor_turns (user_id, dia_id, memory, embedding) VALUES ($1, $2, $3, $4)",
+                [
+                    (conversation.sample_id, t.dia_id, t.text, vector_params.encode(v))
+                    for t, v in zip(conversation.turns, vectors, strict=True)
+                ],
+            )
+            for question in conversation.questions:
+                (query,) = await embedder.embed_queries([question.text])
+                start = time.perf_counter()
+                ranked = [
+                    r["dia_id"] for r in await conn.fetch(COSINE, conversation.sample_id, vector_params.encode(query))
+                ]
+                cosine.add(question, ranked, time.perf_counter() - start)
+                ranked = [r["dia_id"] for r in await conn.fetch(FULL_TEXT, conversation.sample_id, question.text)]
+                lexical.add(question, ranked)
+    finally:
+        await conn.close()
+    return [cosine, lexical]
+
+
+# -- update detection ------------------------------------------------------------------------------
+
+
+async def update_detection(url: str, settings: Settings, embedder: SharedEmbedder, path: Path) -> dict[str, float]:
+    """Share of updates whose old version the Memora vector DB's search (top 10) returns, and the
+    same share for plain cosine top 10."""
+    users = json.loads(await asyncio.to_thread(path.read_text))["users"]
+    found = cosine_found = total = 0
+    async with PostgresGraphDB(url, settings=settings, embedder=embedder) as graph:
+        vector = graph.get_associated_vector_db()
+        assert isinstance(vector, PgVectorDB)
+        org = await graph.create_organization("updates")
+        agent = await graph.create_agent(org.org_id, "assistant")
+        for person in users:
+            user = await graph.create_user(org.org_id, person["name"])
+            facts: list[str] = person["facts"]
+            await graph.save_interaction_with_memories(
+                org.org_id,
+                agent.agent_id,
+                user.user_id,
+                MemoriesAndInteraction(
+                    interaction=[{"role": "user", "content": fact} for fact in facts],
+                    memories=[MemoryToStore(memory=fact, source_msg_block_pos=[i]) for i, fact in enumerate(facts)],
+                ),
+            )
+            fact_vectors = await embedder.embed_documents(facts)
+            for update in person["updates"]:
+                total += 1
+                hits = await vector.search_memory(update["new"], MemorySearchScope.USER, org.org_id, user.user_id)
+                found += facts[update["old"]] in {memory.memory for memory, _ in hits}
+                (query,) = await embedder.embed_queries([update["new"]])
+                similarities = [sum(a * b for a, b in zip(query, v, strict=True)) for v in fact_vectors]
+                top = sorted(range(len(facts)), key=lambda i: -similarities[i])[:10]
+                cosine_found += update["old"] in top
+    return {"updates": total, "search": found / total, "cosine": cosine_found / total}
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+def table(results: Sequence[Result], key: str = "all") -> list[str]:
+    lines = [
+        "| search | R@1 | R@5 | R@10 | R@20 | hits returned | p50 ms | p95 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        timing = [f"{_p(r.seconds, 0.5) * 1000:.2f}", f"{_p(r.seconds, 0.95) * 1000:.2f}"] if r.seconds else ["—", "—"]
+        lines.append(
+            f"| {r.name} | "
+            + " | ".join(r.cells(key))
+            + f" | {statistics.fmean(r.returned):.1f} | "
+            + " | ".join(timing)
+            + " |"
+        )
+    return lines
+
+
+def report(results: Sequence[Result], updates: dict[str, float] | None, path: Path, command: str) -> str:
+    questions = len(results[0].returned) if results else 0
+    lines = [f"Retrieval on `{path.name}`: {questions} questions. Command: `{command}`.", "", *table(results), ""]
+    for category in CATEGORIES.values():
+        lines += [f"**{category}**", "", "| search | R@1 | R@5 | R@10 | R@20 |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r.name} | " + " | ".join(r.cells(category)) + " |" for r in results]
+        lines.append("")
+    if updates:
+        lines.append(
+            f"Update detection ({int(updates['updates'])} reworded updates among each user's other facts): the Memora "
+            f"vector DB's search returns the old version for {updates['search']:.1%}; "
+            f"plain cosine top 10, {updates['cosine']:.1%}."
+        )
+    return "\n".join(lines)
+
+
+async def run(args: argparse.Namespace) -> str:
+    data = await asyncio.to_thread(load, args.path)
+    embedder = SharedEmbedder(LocalEmbedder())
+    with Server(args.server_url) as server:
+        results: list[Result] = []
+        url = await server.create_database("memora_retrieval")
+        try:
+            settings = Settings(database_url=url)
+            faces = [memora_face, mem0_face, autogen_face]
+            for face in faces:
+                print(f"... {face.__name__}", file=sys.stderr, flush=True)
+                results.append(await face(url, settings, embedder, data))
+            results += await floors(url, embedder, data)
+            updates = None
+            if args.updates:
+                print("... update detection", file=sys.stderr, flush=True)
+                updates = await update_detection(url, settings, embedder, args.updates)
+        finally:
+            await server.drop_database("memora_retrieval")
+    command = "python -m bench.retrieval " + " ".join(sys.argv[1:])
+    return report(results, updates, args.path, command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
+    parser.add_argument(
+        "--updates", type=Path, default=None, help="the update-detection set (bench/data/update_detection.json)"
+    )
+    parser.add_argument(
+        "--server-url", default=None, help="another PostgreSQL server (default: a temporary embedded one)"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="replace the retrieval section of this Markdown file")
+    args = parser.parse_args(argv)
+    text = asyncio.run(run(args))
+    print(text)
+    if args.out:
+        page = args.out.read_text() if args.out.exists() else ""
+        block = f"{SECTION_START}\n{text}\n{SECTION_END}"
+        if SECTION_START in page:
+            before, rest = page.split(SECTION_START, 1)
+            page = before + block + rest.split(SECTION_END, 1)[1]
+        else:
+            page += "\n\n## Retrieval\n\n" + block + "\n"
+        args.out.write_text(page)
+
+
+if __name__ == "__main__":
+    main()
