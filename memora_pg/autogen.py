@@ -22,7 +22,6 @@ from enum import Enum
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_serializer
-from sqlalchemy import and_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.config import Settings
@@ -538,7 +537,7 @@ class PostgresMemory(Memory):
             self._db,
             search.AUTOGEN_CONTENTS,
             org_id=self._scope.org_id,
-            where=and_(*self._scope.conditions()),
+            where=search.autogen_where(self._scope),
             vectors=[embedding],
             texts=[text],
             k=k,

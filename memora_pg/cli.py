@@ -26,6 +26,7 @@ EXAMPLES = {
     "server": "memora-pg server start",
     "doctor": "memora-pg doctor --json",
     "reembed": "memora-pg reembed --embedder openai:text-embedding-3-small:1536",
+    "text-search": "memora-pg text-search german",
     "export": "memora-pg export --org-id ORG -o acme.jsonl",
     "import": "memora-pg import acme.jsonl",
     "report": "memora-pg report --html report.html",
@@ -226,6 +227,30 @@ def _cmd_reembed(args: argparse.Namespace) -> int:
     return _run(go())
 
 
+def _cmd_text_search(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import text_search
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            if args.config is None:
+                found = await text_search.current(database)
+                _print(args, {"config": found}, found)
+                return 0
+            bar = Progress("rewriting full-text vectors")
+            try:
+                result = await text_search.switch(
+                    database, args.config, batch_size=args.batch_size, progress=bar.update
+                )
+            finally:
+                bar.close()
+        data = result.as_dict()
+        _print(args, data, f"text search: {result.previous} -> {result.config}, {result.rewritten} vectors rewritten")
+        return 0
+
+    return _run(go())
+
+
 @contextlib.contextmanager
 def _output(path: str | None) -> Iterator[TextIO]:
     if path in (None, "-"):
@@ -411,6 +436,19 @@ def build_parser() -> argparse.ArgumentParser:
     reembed.add_argument(
         "--restart", action="store_true", help="drop an unfinished re-embedding to another target and start over"
     )
+
+    search_config = _command(
+        commands,
+        "text-search",
+        _cmd_text_search,
+        "show or switch the text-search configuration of the lexical arm",
+        "Without CONFIG, print the configuration the database's full-text vectors are written with. With "
+        "CONFIG (english, simple, german, spanish, ... : any PostgreSQL text-search configuration), make it "
+        "the database's and rewrite the stored vectors in batches. Resumable: run it again after an "
+        "interruption and it continues.",
+    )
+    search_config.add_argument("config", nargs="?", help="the configuration to switch to")
+    search_config.add_argument("--batch-size", type=int, default=2000)
 
     export = _command(
         commands,

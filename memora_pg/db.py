@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -24,15 +22,10 @@ from typing import Any, TypeVar
 from pydantic import SecretStr
 from sqlalchemy import event, text
 from sqlalchemy import exc as sa_exc
-
-try:  # SQLAlchemy 2.1
-    from sqlalchemy.util.concurrency import await_ as _await
-except ImportError:  # SQLAlchemy 2.0
-    from sqlalchemy.util.concurrency import await_only as _await  # type: ignore[no-redef,unused-ignore]
 from sqlalchemy.engine import Row, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memora_pg import embedded, vector_params
+from memora_pg import embedded, pool, vector_params
 from memora_pg.config import Settings
 from memora_pg.errors import (
     ConfigurationError,
@@ -104,86 +97,12 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
     )
     if settings.pool_pre_ping:
         # A connection just opened, or just back in the pool, has just talked to the server.
-        event.listen(engine.sync_engine, "connect", _note_checkin)
-        event.listen(engine.sync_engine, "checkin", _note_checkin)
-        event.listen(engine.sync_engine, "checkout", _pinger(settings.pool_pre_ping_idle))
+        event.listen(engine.sync_engine, "connect", pool.note_checkin)
+        event.listen(engine.sync_engine, "checkin", pool.note_checkin)
+        event.listen(engine.sync_engine, "checkout", pool.pinger(settings.pool_pre_ping_idle))
     else:
-        event.listen(engine.sync_engine, "checkout", _drop_closed_connection)
+        event.listen(engine.sync_engine, "checkout", pool.drop_closed_connection)
     return engine
-
-
-_CHECKED_IN = "memora_pg_checked_in"
-
-
-def _note_checkin(dbapi_connection: Any, record: Any) -> None:
-    if record is not None:
-        record.info[_CHECKED_IN] = time.monotonic()
-
-
-def needs_ping(record: Any, idle: float, now: float) -> bool:
-    """Whether a connection leaving the pool is pinged: unless it came back less than ``idle`` seconds ago."""
-    checked_in = record.info.get(_CHECKED_IN) if record is not None else None
-    return checked_in is None or now - checked_in >= idle
-
-
-def _pinger(idle: float) -> Any:
-    def ping_if_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-        driver = getattr(dbapi_connection, "driver_connection", None)
-        if needs_ping(record, idle, time.monotonic()) or socket_has_news(driver):
-            _ping(dbapi_connection, record, proxy)
-        else:
-            _drop_closed_connection(dbapi_connection, record, proxy)
-
-    return ping_if_idle
-
-
-def socket_has_news(driver: Any) -> bool:
-    """Whether the server closed the connection, or sent it something, while it sat in the pool.
-
-    A non-blocking peek at the socket, no round trip. asyncpg reads whatever the server sends
-    as soon as the event loop runs, so the socket of an idle connection is silent; it holds an
-    end of file (or the server's goodbye) only when the server closed the connection and the
-    loop has not run since, e.g. a restart while the loop was blocked. Anything but silence,
-    or a socket this cannot peek at, means: ping.
-    """
-    transport = getattr(driver, "_transport", None)
-    sock = transport.get_extra_info("socket") if transport is not None else None
-    flags = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
-    if sock is None or not hasattr(socket, "MSG_DONTWAIT"):
-        return True
-    try:
-        with socket.fromfd(sock.fileno(), sock.family, sock.type) as peek:
-            peek.recv(1, flags)
-    except BlockingIOError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _drop_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """Replace a pooled connection that asyncpg already knows is closed, without a round trip:
-    the pool then takes or opens another one."""
-    driver = getattr(dbapi_connection, "driver_connection", None)
-    if driver is not None and driver.is_closed():
-        raise sa_exc.DisconnectionError("the connection was closed")
-
-
-def _ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
-    """``pool_pre_ping`` in one round trip: a simple-protocol ``SELECT 1`` as the connection leaves the pool.
-
-    SQLAlchemy's own pre-ping wraps its ping in a transaction (three round trips with asyncpg);
-    a simple query outside a transaction is one, and safe behind pgbouncer. A connection
-    that fails it (the server restarted or dropped it) is replaced by the pool.
-    """
-    _drop_closed_connection(dbapi_connection, record, proxy)
-    driver = getattr(dbapi_connection, "driver_connection", None)
-    if driver is None:
-        return
-    try:
-        _await(driver.execute("SELECT 1"))
-    except Exception as error:  # any failure of the ping means: use another connection
-        raise sa_exc.DisconnectionError(f"the connection failed its ping: {error!r}") from error
 
 
 async def create_engine_from_settings(settings: Settings) -> AsyncEngine:
@@ -255,17 +174,6 @@ async def with_vector_codec(conn: AsyncConnection) -> None:
         conn.info[_VECTOR_CODEC] = True
 
 
-def count_statements(engine: AsyncEngine) -> list[str]:
-    """Record every statement sent through ``engine`` (for tests and benchmarks of round trips)."""
-    sent: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        sent.append(statement)
-
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
-    return sent
-
-
 class Database:
     """One database for the graph and its vector store: the engine, created on first use.
 
@@ -289,6 +197,7 @@ class Database:
         self._replica: AsyncEngine | None = None
         self._replica_scoped: AsyncEngine | None = None
         self._dimensions: dict[str, int] = {}
+        self._text_search: str | None = None
         self.closed = False
 
     @property
@@ -433,7 +342,28 @@ class Database:
                 f"The embedder makes vectors of {embedder_dimensions} dimensions but the database stores {stored}: "
                 f"use an embedder of {stored} dimensions, or re-embed the database for the new one."
             )
+        await self._check_text_search()
         return stored
+
+    async def _check_text_search(self) -> None:
+        """A configured text-search configuration must be the database's (read once)."""
+        wanted = self.settings.text_search_config
+        if wanted is None:
+            return
+        if self._text_search is None:
+            async with self.transaction() as conn:
+                self._text_search = str(
+                    await conn.scalar(text(f'SELECT CAST("{self.schema}".search_config() AS text)'))
+                )
+        if self._text_search != wanted:
+            raise ConfigurationError(
+                f"MEMORA_PG_TEXT_SEARCH_CONFIG is {wanted!r} but the database's full-text vectors are written with "
+                f"{self._text_search!r}: unset it, or run 'memora-pg text-search {wanted}' to switch the database."
+            )
+
+    def forget_text_search_config(self) -> None:
+        """Read the database's text-search configuration again on next use (after a switch)."""
+        self._text_search = None
 
     async def close(self) -> None:
         if self.closed:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -28,7 +27,7 @@ from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory
 from memora_pg.graph.versions import Requested
-from memora_pg.ids import new_memory_id, new_short_id, parse_memory_id
+from memora_pg.ids import new_short_id, parse_memory_id
 from memora_pg.models import Agent, Interaction, MemoriesAndInteraction, Memory, Organization, User
 from memora_pg.statements import run
 from memora_pg.vector import PgVectorDB
@@ -171,7 +170,7 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def get_all_organizations(self, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
         """Every organization, oldest first; ``skip``/``limit`` page through them."""
-        skip, limit = _optional_paging(skip, limit)
+        skip, limit = check.optional_paging(skip, limit)
         # Under row-level security this lists only... nothing: no organization is named.
         async with self._db.transaction(read_only=True) as conn:
             return await orgs.list_all(conn, skip=skip, limit=limit)
@@ -219,7 +218,7 @@ class PostgresGraphDB(BaseGraphDB):
     async def get_all_org_agents(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[Agent]:
         """Every agent of the organization, user-specific ones included; oldest first."""
         check.require(check.ORG_ID, org_id)
-        skip, limit = _optional_paging(skip, limit)
+        skip, limit = check.optional_paging(skip, limit)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await agents.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
 
@@ -228,7 +227,7 @@ class PostgresGraphDB(BaseGraphDB):
     ) -> list[Agent]:
         """Only the agents created for this user (not the org-wide ones); oldest first."""
         check.require(check.ORG_AND_USER, org_id, user_id)
-        skip, limit = _optional_paging(skip, limit)
+        skip, limit = check.optional_paging(skip, limit)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await agents.list_for_org(conn, org_id=org_id, user_id=user_id, skip=skip, limit=limit)
 
@@ -290,7 +289,7 @@ class PostgresGraphDB(BaseGraphDB):
     async def get_all_org_users(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[User]:
         """Every user of the organization, oldest first."""
         check.require(check.ORG_ID, org_id)
-        skip, limit = _optional_paging(skip, limit)
+        skip, limit = check.optional_paging(skip, limit)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await users.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
 
@@ -405,9 +404,9 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def _prepare(self, given: object) -> _Write:
         """Everything a save or update writes, validated and embedded before its transaction opens."""
-        payload = _payload(given)
-        new_messages = _messages(payload)
-        items = _new_memories(payload, len(new_messages))
+        payload = check.payload(given)
+        new_messages = check.messages(payload)
+        items = check.new_memories(payload, len(new_messages))
         native = await self._native_vector_db()
         return _Write(
             at=payload.interaction_date,
@@ -552,7 +551,7 @@ class PostgresGraphDB(BaseGraphDB):
             if not isinstance(entries, list | tuple):
                 raise InvalidInputError("batch_org_user_mem_ids must be a list of lists of dicts.")
             for position, entry in enumerate(entries):
-                request = _requested(batch, position, entry)
+                request = check.requested(batch, position, entry)
                 if request is not None:
                     requests.append(request)
         if len(requests) > check.MAX_FETCH_ENTRIES:
@@ -652,62 +651,6 @@ class _Write:
     foreign: BaseVectorDB | None
 
 
-def _optional_paging(skip: int, limit: int | None) -> tuple[int, int | None]:
-    if limit is None:
-        return check.paging(skip, 0)[0], None
-    return check.paging(skip, limit)
-
-
-def _payload(value: object) -> MemoriesAndInteraction:
-    """Accept memora_pg's model, upstream memora-core's (by its attributes), or a plain dict."""
-    if isinstance(value, MemoriesAndInteraction):
-        return value
-    try:
-        if isinstance(value, dict):
-            return MemoriesAndInteraction.model_validate(value)
-        return MemoriesAndInteraction.model_validate(value, from_attributes=True)
-    except ValidationError as error:
-        raise InvalidInputError(f"Invalid memories_and_interaction: {error}") from error
-
-
-def _messages(payload: MemoriesAndInteraction) -> list[Message]:
-    if len(payload.interaction) > check.MAX_MESSAGES:
-        raise InvalidInputError(f"An interaction is limited to {check.MAX_MESSAGES} messages.")
-    found = []
-    for block in payload.interaction:
-        role, content = block.get("role"), block.get("content")
-        for value in (role, content):
-            if value is not None:
-                check.no_nul(value, "message roles and contents")
-                if len(value) > check.MAX_MESSAGE_CHARS:
-                    raise InvalidInputError(f"A message is limited to {check.MAX_MESSAGE_CHARS} characters.")
-        found.append(Message(role, content))
-    return found
-
-
-def _new_memories(payload: MemoriesAndInteraction, message_count: int) -> list[NewMemory]:
-    """The memories to write, ids generated: first ``memories``, then ``contrary_memories`` (§2)."""
-    given = [*payload.memories, *payload.contrary_memories]
-    if len(given) > check.MAX_MEMORIES_PER_CALL:
-        raise InvalidInputError(f"At most {check.MAX_MEMORIES_PER_CALL} memories are stored in one call.")
-    items = []
-    for item in given:
-        text = check.memory_text(item.memory)
-        for position in item.source_msg_block_pos:
-            if not 0 <= position < message_count:
-                raise InvalidInputError(
-                    f"source_msg_block_pos {position} is outside the interaction's {message_count} messages."
-                )
-        target = getattr(item, "existing_contrary_memory_id", None)
-        supersedes = parse_memory_id(target) if target is not None else None
-        if target is not None and supersedes is None:
-            logger.warning("contrary memory names %r, which is not a memory id; stored without a link", target)
-        items.append(
-            NewMemory(memory_id=new_memory_id(), text=text, positions=item.source_msg_block_pos, supersedes=supersedes)
-        )
-    return items
-
-
 async def _embedded(native: PgVectorDB | None, items: list[NewMemory]) -> list[NewMemory]:
     """The items with their embeddings, computed before any transaction opens."""
     if native is None or not items:
@@ -732,18 +675,3 @@ def _warn_unlinked(unlinked: list[uuid.UUID]) -> None:
         logger.warning(
             "contrary memory %s names a memory that does not exist for this user; stored without a link", memory_id
         )
-
-
-def _requested(batch: int, position: int, entry: object) -> Requested | None:
-    """An entry of a resolved fetch, or None for one that names no memory (skipped, as upstream)."""
-    if not isinstance(entry, dict):
-        return None
-    org_id, user_id, memory_id = entry.get("org_id"), entry.get("user_id"), entry.get("memory_id")
-    if not (check.has_value(org_id) and check.has_value(user_id)):
-        return None
-    parsed = parse_memory_id(memory_id)
-    if parsed is None or "\x00" in str(org_id) + str(user_id):
-        return None
-    assert isinstance(org_id, str)
-    assert isinstance(user_id, str)
-    return Requested(batch=batch, position=position, org_id=org_id, user_id=user_id, memory_id=parsed)

@@ -26,6 +26,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 from memora_pg.embeddings.hashing import HashEmbedder
 from memora_pg.errors import InvalidInputError
 
@@ -411,3 +414,14 @@ class FakeOpenAIServer:
             return _Answer(scripted.status, scripted.body)
         message = f"FakeOpenAIServer: scripted HTTP {scripted.status}"
         return _Answer(scripted.status, _error_body(scripted.status, message))
+
+
+def count_statements(engine: AsyncEngine) -> list[str]:
+    """Record every statement sent through ``engine`` (for tests and benchmarks of round trips)."""
+    sent: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    return sent

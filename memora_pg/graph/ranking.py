@@ -89,7 +89,7 @@ class Weights:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Corpus:
     """What a search ranks: a table with an id, a write order, an embedding, a full-text vector,
     a column whose equal values make rows neighbours, and the columns a hit returns."""

@@ -14,7 +14,8 @@ All queries of a call go in the same statement.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -89,6 +90,55 @@ def query_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
 # -- the faces' searches ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
+class Where:
+    """A search's condition. Scopes of a usual shape (``shape``: hashable) are built into SQL once,
+    their values bound as ``params``; a condition of another shape (a mem0-style filter) is
+    ``condition`` itself, with its values in it."""
+
+    shape: tuple[Any, ...] | None
+    params: dict[str, Any]
+    condition: ColumnElement[bool] | None = None
+
+    def sql(self) -> ColumnElement[bool]:
+        """The condition as SQL (its values bound, for a shape, by ``params``)."""
+        if self.condition is not None:
+            return self.condition
+        assert self.shape is not None
+        return _SHAPES[self.shape[0]](*self.shape[1:])
+
+
+def _memories_condition(user: bool, agent: bool, current_only: bool) -> ColumnElement[bool]:
+    conditions = [memories.c.org_id == bindparam("where_org_id")]
+    if user:
+        conditions.append(memories.c.user_id == bindparam("where_user_id"))
+    if agent:
+        conditions.append(memories.c.agent_id == bindparam("where_agent_id"))
+    if current_only:
+        newer = memory_updates.alias("newer")
+        conditions.append(
+            ~exists().where(newer.c.org_id == bindparam("where_org_id"), newer.c.old_memory_id == memories.c.memory_id)
+        )
+    return and_(*conditions)
+
+
+def _autogen_condition(user: bool, agent: bool) -> ColumnElement[bool]:
+    c = autogen_contents.c
+    return and_(
+        c.org_id == bindparam("where_org_id"),
+        c.namespace == bindparam("where_namespace"),
+        # "= value" or "IS NULL", so every term can use ix_autogen_contents_namespace.
+        c.user_id == bindparam("where_user_id") if user else c.user_id.is_(None),
+        c.agent_id == bindparam("where_agent_id") if agent else c.agent_id.is_(None),
+    )
+
+
+_SHAPES: dict[str, Callable[..., ColumnElement[bool]]] = {
+    "memories": _memories_condition,
+    "autogen": _autogen_condition,
+}
+
+
 def memories_where(
     org_id: str,
     *,
@@ -96,20 +146,25 @@ def memories_where(
     agent_id: str | None = None,
     current_only: bool = False,
     also: ColumnElement[bool] | None = None,
-) -> ColumnElement[bool]:
+) -> Where:
     """The memories a search looks at: the organization's, the user's and the agent's when given,
     only those no newer version supersedes when ``current_only``, and those matching ``also``."""
-    conditions = [memories.c.org_id == org_id]
-    if user_id is not None:
-        conditions.append(memories.c.user_id == user_id)
-    if agent_id is not None:
-        conditions.append(memories.c.agent_id == agent_id)
-    if current_only:
-        newer = memory_updates.alias("newer")
-        conditions.append(~exists().where(newer.c.org_id == org_id, newer.c.old_memory_id == memories.c.memory_id))
-    if also is not None:
-        conditions.append(also)
-    return and_(*conditions)
+    params = {"where_org_id": org_id, "where_user_id": user_id, "where_agent_id": agent_id}
+    shape = ("memories", user_id is not None, agent_id is not None, current_only)
+    if also is None:
+        return Where(shape, params)
+    return Where(None, {}, and_(_memories_condition(*shape[1:]).params(params), also))
+
+
+def autogen_where(scope: autogen_contents_rows.Scope) -> Where:
+    """The entries of an AutoGen memory's scope (its namespace, and its user and agent or none)."""
+    params = {
+        "where_org_id": scope.org_id,
+        "where_namespace": scope.namespace,
+        "where_user_id": scope.user_id,
+        "where_agent_id": scope.agent_id,
+    }
+    return Where(("autogen", scope.user_id is not None, scope.agent_id is not None), params)
 
 
 # The AutoGen protocol's entries, ranked the same way within a namespace (neighbours by write order).
@@ -128,7 +183,7 @@ def statement(
     corpus: ranking.Corpus,
     *,
     schema: str,
-    where: ColumnElement[bool],
+    where: Where,
     vectors: Sequence[Sequence[float]],
     texts: Sequence[str],
     k: int,
@@ -138,14 +193,47 @@ def statement(
     unrelated_similarity: float = 0.0,
 ) -> Statement:
     """The search for ``texts`` (embedded as ``vectors``) among the rows of ``corpus`` matching ``where``."""
-    if mode == "dense":
-        if corpus is not MEMORIES:
-            dense = ranking.dense_statement(corpus, schema=schema, where=where, k=k, exact=exact)
-            return Statement(dense, ranking.query_params(vectors, texts))
-        return Statement(nearest_statement(where=where, k=k, exact=exact, queries=len(vectors)), query_vectors(vectors))
     weights = ranking.Weights.from_settings(settings, unrelated_similarity)
-    hybrid = ranking.statement(corpus, schema=schema, where=where, k=k, exact=exact, weights=weights)
-    return Statement(hybrid, ranking.query_params(vectors, texts))
+    dense = mode == "dense"
+    if where.shape is not None:
+        built = _built(corpus, schema, where.shape, k, exact, dense, weights, len(vectors) if dense else 0)
+    else:
+        built = _build(corpus, schema, where.sql(), k, exact, dense, weights, len(vectors) if dense else 0)
+    # The dense search of memories binds its vectors by themselves (one query: a plain select).
+    params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
+    return Statement(built, {**params, **where.params})
+
+
+def _build(
+    corpus: ranking.Corpus,
+    schema: str,
+    where: ColumnElement[bool],
+    k: int,
+    exact: bool,
+    dense: bool,
+    weights: ranking.Weights,
+    queries: int,
+) -> Select[Any]:
+    if not dense:
+        return ranking.statement(corpus, schema=schema, where=where, k=k, exact=exact, weights=weights)
+    if corpus is MEMORIES:
+        return nearest_statement(where=where, k=k, exact=exact, queries=queries)
+    return ranking.dense_statement(corpus, schema=schema, where=where, k=k, exact=exact)
+
+
+@lru_cache(maxsize=256)
+def _built(
+    corpus: ranking.Corpus,
+    schema: str,
+    shape: tuple[Any, ...],
+    k: int,
+    exact: bool,
+    dense: bool,
+    weights: ranking.Weights,
+    queries: int,
+) -> Select[Any]:
+    """A search of a usual scope, built once: building the statement costs more than running it."""
+    return _build(corpus, schema, _SHAPES[shape[0]](*shape[1:]), k, exact, dense, weights, queries)
 
 
 async def find(
@@ -153,7 +241,7 @@ async def find(
     corpus: ranking.Corpus,
     *,
     org_id: str,
-    where: ColumnElement[bool],
+    where: Where,
     vectors: Sequence[Sequence[float]],
     texts: Sequence[str],
     k: int,

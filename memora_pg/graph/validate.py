@@ -6,7 +6,18 @@ any database work.
 
 from __future__ import annotations
 
+import logging
+
+from pydantic import ValidationError
+
 from memora_pg.errors import InvalidInputError
+from memora_pg.graph.interactions import Message
+from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.versions import Requested
+from memora_pg.ids import new_memory_id, parse_memory_id
+from memora_pg.models import MemoriesAndInteraction
+
+logger = logging.getLogger(__name__)
 
 ORG_NAME = "`org_name` must be a string and have a value."
 ORG_ID = "`org_id` must be a string and have a value."
@@ -96,3 +107,77 @@ def memory_text(value: object) -> str:
     if len(value) > MAX_MEMORY_CHARS:
         raise InvalidInputError(f"A memory is limited to {MAX_MEMORY_CHARS} characters.")
     return value
+
+
+# -- the shapes of a save, an update and a resolved fetch (memora-semantics.md §2, §6) -------
+
+
+def optional_paging(skip: int, limit: int | None) -> tuple[int, int | None]:
+    if limit is None:
+        return paging(skip, 0)[0], None
+    return paging(skip, limit)
+
+
+def payload(value: object) -> MemoriesAndInteraction:
+    """Accept memora_pg's model, upstream memora-core's (by its attributes), or a plain dict."""
+    if isinstance(value, MemoriesAndInteraction):
+        return value
+    try:
+        if isinstance(value, dict):
+            return MemoriesAndInteraction.model_validate(value)
+        return MemoriesAndInteraction.model_validate(value, from_attributes=True)
+    except ValidationError as error:
+        raise InvalidInputError(f"Invalid memories_and_interaction: {error}") from error
+
+
+def messages(payload: MemoriesAndInteraction) -> list[Message]:
+    if len(payload.interaction) > MAX_MESSAGES:
+        raise InvalidInputError(f"An interaction is limited to {MAX_MESSAGES} messages.")
+    found = []
+    for block in payload.interaction:
+        role, content = block.get("role"), block.get("content")
+        for value in (role, content):
+            if value is not None:
+                no_nul(value, "message roles and contents")
+                if len(value) > MAX_MESSAGE_CHARS:
+                    raise InvalidInputError(f"A message is limited to {MAX_MESSAGE_CHARS} characters.")
+        found.append(Message(role, content))
+    return found
+
+
+def new_memories(payload: MemoriesAndInteraction, message_count: int) -> list[NewMemory]:
+    """The memories to write, ids generated: first ``memories``, then ``contrary_memories`` (§2)."""
+    given = [*payload.memories, *payload.contrary_memories]
+    if len(given) > MAX_MEMORIES_PER_CALL:
+        raise InvalidInputError(f"At most {MAX_MEMORIES_PER_CALL} memories are stored in one call.")
+    items = []
+    for item in given:
+        text = memory_text(item.memory)
+        for position in item.source_msg_block_pos:
+            if not 0 <= position < message_count:
+                raise InvalidInputError(
+                    f"source_msg_block_pos {position} is outside the interaction's {message_count} messages."
+                )
+        target = getattr(item, "existing_contrary_memory_id", None)
+        supersedes = parse_memory_id(target) if target is not None else None
+        if target is not None and supersedes is None:
+            logger.warning("contrary memory names %r, which is not a memory id; stored without a link", target)
+        items.append(
+            NewMemory(memory_id=new_memory_id(), text=text, positions=item.source_msg_block_pos, supersedes=supersedes)
+        )
+    return items
+
+
+def requested(batch: int, position: int, entry: object) -> Requested | None:
+    """An entry of a resolved fetch, or None for one that names no memory (skipped, as upstream)."""
+    if not isinstance(entry, dict):
+        return None
+    org_id, user_id, memory_id = entry.get("org_id"), entry.get("user_id"), entry.get("memory_id")
+    if not (has_value(org_id) and has_value(user_id)):
+        return None
+    parsed = parse_memory_id(memory_id)
+    if parsed is None or "\x00" in str(org_id) + str(user_id):
+        return None
+    assert isinstance(org_id, str)
+    assert isinstance(user_id, str)
+    return Requested(batch=batch, position=position, org_id=org_id, user_id=user_id, memory_id=parsed)

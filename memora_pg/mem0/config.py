@@ -19,7 +19,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memora_pg.config import Settings
-from memora_pg.embeddings import Embedder, HashEmbedder, LocalEmbedder, OpenAIEmbedder, default_embedder
+from memora_pg.embeddings import Embedder, HashEmbedder, LocalEmbedder, default_embedder
 from memora_pg.mem0.errors import DuragValidationError, VectorStoreError
 
 logger = logging.getLogger(__name__)
@@ -118,6 +118,8 @@ class MemoryConfig(BaseModel):
         provider, options = self.embedder.provider, self.embedder.config
         dims = options.get("embedding_dims") or self.vector_store.config.get("embedding_model_dims")
         if provider == "openai":
+            from memora_pg.embeddings.openai import OpenAIEmbedder  # imports the SDK: only when configured
+
             return OpenAIEmbedder(
                 options.get("model") or "text-embedding-3-small",
                 base_url=options.get("openai_base_url") or options.get("base_url"),

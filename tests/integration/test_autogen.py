@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from sqlalchemy import QueuePool, and_, text
+from sqlalchemy import QueuePool, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import (
@@ -577,7 +577,7 @@ async def test_queries_use_the_namespace_index(engine: AsyncEngine) -> None:
         statement = search.statement(
             search.AUTOGEN_CONTENTS,
             schema="memora",
-            where=and_(*scope.conditions()),
+            where=search.autogen_where(scope),
             vectors=[[0.1] * 384],
             texts=["entry 7"],
             k=5,

@@ -13,10 +13,10 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import DatabaseError, PostgresGraphDB, Settings, db
-from memora_pg.db import needs_ping, socket_has_news
+from memora_pg import DatabaseError, PostgresGraphDB, Settings, pool
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.ops.indexes import raise_build_memory
+from memora_pg.pool import needs_ping, socket_has_news
 
 SCALING_DOC = Path(__file__).resolve().parents[2] / "docs" / "scaling.md"
 
@@ -122,13 +122,13 @@ def test_a_connection_back_in_the_pool_just_now_is_not_pinged() -> None:
 async def test_pings_are_sent_only_after_the_idle_window(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """Back-to-back calls send no ping; a call after the idle window sends one (and it still works)."""
     pings: list[object] = []
-    original = db._ping
+    original = pool._ping
 
     def counting(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         pings.append(record)
         original(dbapi_connection, record, proxy)
 
-    monkeypatch.setattr(db, "_ping", counting)
+    monkeypatch.setattr(pool, "_ping", counting)
     graph = _graph(settings, pool_size=1, max_overflow=0, pool_pre_ping=True, pool_pre_ping_idle=0.3)
     try:
         for _ in range(3):  # a new connection, then one back in the pool just now

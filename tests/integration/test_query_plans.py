@@ -196,7 +196,7 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     (a plain select) and for several (a LATERAL join)."""
     params = query_vectors([[0.1 * (n + 1)] * DIMENSIONS for n in range(queries)])
     user_scoped = nearest_statement(
-        where=search.memories_where("org", also=compile_filters({"user_id": "u7", "category": "rare"})),
+        where=search.memories_where("org", also=compile_filters({"user_id": "u7", "category": "rare"})).sql(),
         k=10,
         exact=True,
         queries=queries,
@@ -205,7 +205,7 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
     assert all(index != "ix_memories_embedding_hnsw" for _, index, _ in nodes)
     selective = nearest_statement(
-        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "rare"})),
+        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "rare"})).sql(),
         k=10,
         exact=False,
         queries=queries,
@@ -214,7 +214,7 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     if scale[1] >= 10_000:
         assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes
     broad = nearest_statement(
-        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "common"})),
+        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "common"})).sql(),
         k=10,
         exact=False,
         queries=queries,

@@ -15,9 +15,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import ConfigurationError, InvalidInputError, PgVectorDB, PostgresGraphDB, Settings, migrations
-from memora_pg.db import Database, count_statements
+from memora_pg.db import Database
 from memora_pg.migrations import MigrationOptions
 from memora_pg.ops import report
+from memora_pg.testing import count_statements
 from tests.integration.helpers import chat, day, payload
 
 VIEWS = {

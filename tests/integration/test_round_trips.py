@@ -7,8 +7,8 @@ from collections.abc import Awaitable
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import MemoriesAndInteraction, PostgresGraphDB
-from memora_pg.db import count_statements
 from memora_pg.models import ContraryMemoryToStore, MemoryToStore
+from memora_pg.testing import count_statements
 from tests.integration.helpers import World, chat, day, world
 
 CHAINS = 100

@@ -29,11 +29,12 @@ from memora_pg import (
     migrations,
 )
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
-from memora_pg.db import Database, count_statements
+from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory
 from memora_pg.ops import transfer
 from memora_pg.schema import metadata
+from memora_pg.testing import count_statements
 from tests.integration.helpers import chat, day, payload
 
 SCHEMA = "memora"

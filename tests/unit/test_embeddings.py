@@ -516,3 +516,13 @@ async def test_fake_server_serves_base64_embeddings(server: FakeOpenAIServer) ->
     response = await client.embeddings.create(model="fake-embed", input="hello world")
     await client.close()
     assert np.allclose(response.data[0].embedding, HashEmbedder(8).embed_text("hello world"), atol=1e-6)
+
+
+def test_importing_memora_pg_leaves_the_openai_sdk_unimported() -> None:
+    """The default embedder is local: ``import memora_pg`` does not pay for importing the openai SDK."""
+    import subprocess
+    import sys
+
+    code = "import sys, memora_pg; print('openai' in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603
+    assert found.stdout.strip() == "False"

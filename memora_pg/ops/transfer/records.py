@@ -87,8 +87,12 @@ EXPORTED_TABLES: tuple[Table, ...] = (
 # in neither list makes the test suite fail, so a new table is never forgotten silently.
 EXCLUDED_TABLES: dict[str, str] = {}
 
-# Full-text columns are derived data: the import recomputes them from this text column.
-SEARCH_TEXT_SOURCES: dict[tuple[str, str], str] = {("memories", "search_text"): "memory"}
+# Full-text columns are derived data: the import recomputes them from the first of these columns
+# that holds a value (an AutoGen JSON entry by its serialized text).
+SEARCH_TEXT_SOURCES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("memories", "search_text"): ("memory",),
+    ("autogen_contents", "search_text"): ("content_text", "content_json"),
+}
 
 StrPath = str | os.PathLike[str]
 Progress = Callable[[int], None]
@@ -107,11 +111,14 @@ class Field:
     column: Column[Any]
     key: str
     kind: str  # text, integer, boolean, uuid, timestamp, json, bytes, vector or searchable
-    source: str | None = None  # for a searchable field: the text column its vector is computed from
+    # for a searchable field: the columns its vector is computed from, the first that holds a value
+    source: tuple[str, ...] = ()
 
     @property
     def required(self) -> bool:
-        return self.kind == "searchable" or not self.column.nullable
+        # 'searchable' may be absent: exports before an AutoGen entry had a full-text vector lack it,
+        # and a row is searchable exactly when it has an embedding.
+        return self.kind != "searchable" and not self.column.nullable
 
 
 def _kind(table: Table, column: Column[Any]) -> str:
@@ -268,8 +275,21 @@ def decode(table: Table, record: dict[str, Any], number: int, dimensions: int) -
     for field in layout:
         if field.kind == "searchable":
             # The parameter of a full-text column is its source text, or null when not searchable.
-            row[field.column.name] = row[field.source] if row[field.column.name] and field.source else None
+            searchable = row[field.column.name]
+            if searchable is None:
+                searchable = row.get("embedding") is not None
+            row[field.column.name] = _source_text(row, field.source) if searchable else None
     return row
+
+
+def _source_text(row: dict[str, Any], source: tuple[str, ...]) -> str | None:
+    for column in source:
+        value = row.get(column)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict | list):
+            return json.dumps(value, ensure_ascii=False)
+    return None
 
 
 class Number(str):
