@@ -44,7 +44,7 @@ SELECT current_setting('server_version_num')::int AS server_version_num,
 
 # On a Citus coordinator: how each of the schema's tables is distributed (column, co-location group).
 DISTRIBUTION = """
-SELECT c.relname AS name, p.partmethod AS method, p.colocationid AS colocation,
+SELECT c.relname AS name, CAST(p.partmethod AS text) AS method, p.colocationid AS colocation,
        CAST(NULL AS text) AS column_name
 FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
