@@ -39,11 +39,13 @@ def distributed_tables() -> list[str]:
     return [ANCHOR, *ordered]
 
 
-def distribution_sql(schema: str) -> str:
-    """The statements that distribute a migrated schema on a Citus coordinator, one per table.
+def distribution_sql(schema: str, app_role: str | None = None) -> str:
+    """The statements that distribute a migrated schema on a Citus coordinator, one per line.
 
     Run them once, in order, right after the migrations have created the tables (existing rows
-    are moved to the shards by Citus). Later migrations run on the coordinator as before.
+    are moved to the shards by Citus). Later migrations run on the coordinator as before. The
+    database's default for the propagation of SET LOCAL (row-level security's tenant) follows,
+    and with ``app_role`` the grants an application role needs, on the coordinator and the shards.
     """
     if not _IDENTIFIER.match(schema):
         raise ConfigurationError(f"{schema!r} is not a plain lower-case SQL identifier")
@@ -60,6 +62,23 @@ def distribution_sql(schema: str) -> str:
         for name in distributed_tables()[1:]
     ]
     lines += [f"SELECT create_reference_table('{schema}.{name}');" for name in REFERENCE_TABLES]
+    lines += [
+        "-- Row-level security: memora_pg names the organization with SET LOCAL memora.org_id, which the",
+        "-- coordinator sends on to the workers when citus.propagate_set_commands is 'local' (memora_pg",
+        "-- also sets it in each such transaction; this makes it the database's default).",
+        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET citus.propagate_set_commands = %L', "
+        "current_database(), 'local'); END $$;",
+    ]
+    if app_role is not None:
+        if not _IDENTIFIER.match(app_role):
+            raise ConfigurationError(f"{app_role!r} is not a plain lower-case SQL identifier")
+        lines += [
+            f"-- The application role {app_role} (not the tables' owner, so row-level security applies to it):",
+            "-- Citus propagates these grants to the shards on every worker.",
+            f"GRANT USAGE ON SCHEMA {schema} TO {app_role};",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {app_role};",
+            f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {app_role};",
+        ]
     return "\n".join(lines) + "\n"
 
 

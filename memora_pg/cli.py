@@ -117,7 +117,7 @@ def _cmd_db(args: argparse.Namespace) -> int:
     if args.action == "distribute":
         from memora_pg.citus import distribution_sql
 
-        print(distribution_sql(settings.db_schema))
+        print(distribution_sql(settings.db_schema, app_role=args.app_role))
         return 0
 
     async def online() -> int:
@@ -396,6 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     db.add_argument("action", choices=["upgrade", "downgrade", "current", "history", "sql", "distribute"])
     db.add_argument("revision", nargs="?", default="head")
     db.add_argument("--from", dest="start", help="with sql: the revision the database is at")
+    db.add_argument("--app-role", help="with distribute: also grant this (non-owner) role what it needs")
 
     server = _command(
         commands,

@@ -34,7 +34,7 @@ from memora_pg.errors import (
     database_errors,
     sqlstate_of,
 )
-from memora_pg.statements import Statement, run
+from memora_pg.statements import ON_CITUS, Statement, run
 
 T = TypeVar("T")
 
@@ -198,6 +198,7 @@ class Database:
         self._replica_scoped: AsyncEngine | None = None
         self._dimensions: dict[str, int] = {}
         self._text_search: str | None = None
+        self._citus: bool | None = None
         self.closed = False
 
     @property
@@ -269,9 +270,29 @@ class Database:
         engine = await (self.read_engine() if read_only else self.engine())
         async with unit_of_work(engine) as conn:
             await with_vector_codec(conn)
+            citus = await self._on_citus(conn)
             if self.settings.row_level_security:
-                await conn.execute(TENANT, {"org_id": org_id or ""})
+                if citus:
+                    # set_config() stays on the coordinator; a SET LOCAL reaches the workers too.
+                    await conn.execute(PROPAGATE_SET_LOCAL)
+                    await conn.exec_driver_sql(tenant_set_local(org_id or ""))
+                else:
+                    await conn.execute(TENANT, {"org_id": org_id or ""})
             yield conn
+
+    async def _on_citus(self, conn: AsyncConnection) -> bool:
+        """Whether the database is a Citus coordinator (asked once per Database), marked on ``conn``."""
+        if self._citus is None:
+            self._citus = bool(await conn.scalar(CITUS_PRESENT))
+        conn.info[ON_CITUS] = self._citus
+        return self._citus
+
+    async def citus(self) -> bool:
+        """Whether the database is a Citus coordinator (asked once)."""
+        if self._citus is None:
+            async with self.transaction():
+                pass
+        return bool(self._citus)
 
     async def execute_one(
         self, statement: Statement, *, read_only: bool = False, org_id: str | None = None
@@ -282,7 +303,7 @@ class Database:
         two round trips of BEGIN and COMMIT are saved. Row-level security needs a real
         transaction (its tenant setting lasts for one), so with it on the statement runs in one.
         """
-        if self.settings.row_level_security:
+        if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
             return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
 
         async def attempt() -> Sequence[Row[Any]]:
@@ -399,3 +420,23 @@ async def _again_after_lost_races(attempt: Callable[[], Awaitable[T]]) -> T:
 
 
 TENANT = text("SELECT set_config('memora.org_id', :org_id, true)")
+
+# Whether the database has Citus (a coordinator): some writes then run statement by statement.
+CITUS_PRESENT = text("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")
+
+# On Citus, the tenant is a SET LOCAL, which the coordinator sends to every worker the transaction
+# uses once this is set (``memora-pg db distribute`` also sets it for the database).
+PROPAGATE_SET_LOCAL = text("SET LOCAL citus.propagate_set_commands = 'local'")
+
+
+def quote_literal(value: str) -> str:
+    """``value`` as an SQL string literal: an escape string (E'...'), read the same whatever
+    standard_conforming_strings says."""
+    if "\x00" in value:
+        raise ValueError("an SQL literal cannot hold a NUL character")
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tenant_set_local(org_id: str) -> str:
+    """The SET LOCAL naming the transaction's organization (a SET takes no bind parameter)."""
+    return f"SET LOCAL memora.org_id = {quote_literal(org_id)}"

@@ -10,7 +10,7 @@ statement can be run by ``Database.execute_one`` without a transaction block aro
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -32,17 +32,37 @@ def sql(conn: AsyncConnection, template: str) -> TextClause:
     return _in_schema(template, schema_of(conn))
 
 
+# The key, in a pooled connection's ``info``, of whether it talks to a Citus coordinator (set by
+# ``Database`` for each transaction it opens).
+ON_CITUS = "memora_pg_on_citus"
+
+
 @dataclass(frozen=True)
 class Statement:
     """A statement and its parameters: a named SQL constant (``{schema}`` filled in when it runs)
-    or a Core statement."""
+    or a Core statement.
+
+    ``steps``, when given, does the same work statement by statement in the caller's transaction and
+    returns rows of the same shape. It is what runs on a Citus cluster: there every data-modifying
+    CTE of a one-statement write is an intermediate result broadcast to every worker (a two-phase
+    commit on all of them), while each step alone is planned on the organization's one shard.
+    """
 
     sql: str | Executable
     params: dict[str, Any] = field(default_factory=dict)
+    steps: Callable[[AsyncConnection], Awaitable[Sequence[Any]]] | None = None
+
+
+def on_citus(conn: AsyncConnection) -> bool:
+    """Whether ``conn`` (opened by a ``Database``) talks to a Citus coordinator."""
+    return bool(conn.info.get(ON_CITUS))
 
 
 async def run(conn: AsyncConnection, statement: Statement) -> Sequence[Row[Any]]:
-    """Run ``statement`` on ``conn`` and return its rows (none for a statement that returns none)."""
+    """Run ``statement`` on ``conn`` and return its rows (none for a statement that returns none);
+    on Citus, its ``steps`` when it has them."""
+    if statement.steps is not None and on_citus(conn):
+        return await statement.steps(conn)
     executable = sql(conn, statement.sql) if isinstance(statement.sql, str) else statement.sql
     result = await conn.execute(executable, statement.params)
     return result.all() if result.returns_rows else []

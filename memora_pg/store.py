@@ -543,7 +543,7 @@ class PostgresGraphDB(BaseGraphDB):
     async def fetch_user_memories_resolved_batch(
         self, batch_org_user_mem_ids: list[list[dict[str, str]]]
     ) -> list[list[Memory]]:
-        """One list per input list; every list resolved in the same single statement."""
+        """One list per input list, resolved in one statement per organization named (usually one)."""
         if not isinstance(batch_org_user_mem_ids, list | tuple):
             raise InvalidInputError("batch_org_user_mem_ids must be a list of lists of dicts.")
         requests: list[Requested] = []

@@ -21,17 +21,17 @@ SELECT
     (SELECT count(*) FROM {schema}.agents WHERE org_id = :org_id AND user_id = :user_id) AS agents,
     (SELECT count(*) FROM {schema}.interactions WHERE org_id = :org_id AND user_id = :user_id) AS interactions,
     (SELECT count(*) FROM {schema}.messages AS g
-       JOIN {schema}.interactions AS i ON i.org_id = g.org_id AND i.interaction_id = g.interaction_id
-      WHERE i.org_id = :org_id AND i.user_id = :user_id) AS messages,
+       JOIN {schema}.interactions AS i ON i.org_id = :org_id AND i.interaction_id = g.interaction_id
+      WHERE g.org_id = :org_id AND i.user_id = :user_id) AS messages,
     (SELECT count(*) FROM {schema}.memories WHERE org_id = :org_id AND user_id = :user_id) AS memories,
     (SELECT count(*) FROM {schema}.memories
       WHERE org_id = :org_id AND user_id = :user_id AND embedding IS NOT NULL) AS vectors,
     (SELECT count(*) FROM {schema}.memory_sources AS s
-       JOIN {schema}.memories AS m ON m.org_id = s.org_id AND m.memory_id = s.memory_id
-      WHERE m.org_id = :org_id AND m.user_id = :user_id) AS memory_sources,
+       JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = s.memory_id
+      WHERE s.org_id = :org_id AND m.user_id = :user_id) AS memory_sources,
     (SELECT count(*) FROM {schema}.memory_updates AS e
-       JOIN {schema}.memories AS m ON m.org_id = e.org_id AND m.memory_id = e.new_memory_id
-      WHERE m.org_id = :org_id AND m.user_id = :user_id) AS memory_updates,
+       JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = e.new_memory_id
+      WHERE e.org_id = :org_id AND m.user_id = :user_id) AS memory_updates,
     (SELECT count(*) FROM {schema}.memory_history WHERE org_id = :org_id AND user_id = :user_id) AS memory_history,
     (SELECT count(*) FROM {schema}.autogen_contents WHERE org_id = :org_id AND user_id = :user_id)
         AS autogen_contents,

@@ -52,22 +52,22 @@ async def create(
 
 
 # Locks the interaction row, so that concurrent updates of one interaction run one after the
-# other, and says whether the agent exists.
+# other. The row alone: Citus refuses FOR UPDATE on a statement with a subquery in its target list.
 LOCK_FOR_UPDATE = """
-SELECT EXISTS (SELECT 1 FROM {schema}.agents AS a WHERE a.org_id = i.org_id AND a.agent_id = :agent_id)
-           AS agent_exists
-FROM {schema}.interactions AS i
+SELECT 1 FROM {schema}.interactions AS i
 WHERE i.org_id = :org_id AND i.user_id = :user_id AND i.interaction_id = :interaction_id
 FOR UPDATE OF i
 """
 
 # Read after the lock is held, in a statement of its own: under READ COMMITTED a new statement
 # sees what the update that held the lock before us committed; the locking statement's own
-# subqueries would still see the snapshot taken before it waited.
+# subqueries would still see the snapshot taken before it waited. Whether the agent exists too.
 STORED_MESSAGES = """
-SELECT json_agg(json_build_array(role, content) ORDER BY msg_position) AS messages
-FROM {schema}.messages
-WHERE org_id = :org_id AND interaction_id = :interaction_id
+SELECT (SELECT json_agg(json_build_array(g.role, g.content) ORDER BY g.msg_position)
+        FROM {schema}.messages AS g
+        WHERE g.org_id = :org_id AND g.interaction_id = :interaction_id) AS messages,
+       EXISTS (SELECT 1 FROM {schema}.agents AS a WHERE a.org_id = :org_id AND a.agent_id = :agent_id)
+           AS agent_exists
 """
 
 
@@ -76,12 +76,11 @@ async def lock_for_update(
 ) -> tuple[list[Message], bool] | None:
     """Lock the interaction; its stored messages and whether the agent exists, or None when it does not exist."""
     params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id, "agent_id": agent_id}
-    locked = (await conn.execute(sql(conn, LOCK_FOR_UPDATE), params)).one_or_none()
-    if locked is None:
+    if (await conn.execute(sql(conn, LOCK_FOR_UPDATE), params)).one_or_none() is None:
         return None
-    messages = await conn.scalar(sql(conn, STORED_MESSAGES), params)
-    stored = [Message(role, content) for role, content in from_json(messages) or []]
-    return stored, bool(locked.agent_exists)
+    found = (await conn.execute(sql(conn, STORED_MESSAGES), params)).one()
+    stored = [Message(role, content) for role, content in from_json(found.messages) or []]
+    return stored, bool(found.agent_exists)
 
 
 def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
@@ -133,7 +132,8 @@ async def touch(conn: AsyncConnection, *, org_id: str, interaction_id: str, agen
 # -- reading ---------------------------------------------------------------------------------
 
 # One statement for a page of interactions with their messages and their memories (each with
-# the agent's label and its sources). Messages and memories are read only when asked for.
+# the agent's label and its sources). Messages and memories are read only when asked for. Every
+# table is pinned to :org_id (see render.WITH_AGENT_AND_SOURCES).
 READ = f"""
 WITH chosen AS (
     SELECT * FROM {{schema}}.interactions
@@ -146,7 +146,7 @@ SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.update
                       json_build_object('role', g.role, 'content', g.content, 'msg_position', g.msg_position)
                       ORDER BY g.msg_position)
            FROM {{schema}}.messages AS g
-           WHERE g.org_id = i.org_id AND g.interaction_id = i.interaction_id
+           WHERE g.org_id = :org_id AND g.interaction_id = i.interaction_id
        ) END AS messages,
        CASE WHEN :with_memories THEN (
            SELECT json_agg(
@@ -158,10 +158,10 @@ SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.update
                       ORDER BY m.seq)
            FROM {{schema}}.memories AS m
            {WITH_AGENT_AND_SOURCES}
-           WHERE m.org_id = i.org_id AND m.interaction_id = i.interaction_id
+           WHERE m.org_id = :org_id AND m.interaction_id = i.interaction_id
        ) END AS memories
 FROM chosen AS i
-LEFT JOIN {{schema}}.users AS owner ON owner.org_id = i.org_id AND owner.user_id = i.user_id
+LEFT JOIN {{schema}}.users AS owner ON owner.org_id = :org_id AND owner.user_id = i.user_id
 ORDER BY i.updated_at DESC, i.seq DESC
 """
 

@@ -244,8 +244,8 @@ WHERE m.org_id = :org_id AND m.user_id = :user_id AND m.memory_id = :memory_id
 _LIST_FOR_USER = f"""
 SELECT {MEMORY_COLUMNS}
 FROM (
-    SELECT * FROM {{schema}}.memories
-    WHERE org_id = :org_id AND user_id = :user_id {{agent_condition}}
+    SELECT * FROM {{schema}}.memories AS listed
+    WHERE listed.org_id = :org_id AND listed.user_id = :user_id {{agent_condition}}
     ORDER BY obtained_at DESC, seq DESC
     OFFSET :skip LIMIT :limit
 ) AS m

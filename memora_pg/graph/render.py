@@ -34,10 +34,12 @@ def render(text: str, *, user_name: str | None, agent_label: str | None) -> str:
 
 # -- the rendered memory: its columns, the joins that give names and sources, the model ----
 
-# Appended to a query that names its memories `m`: the agent's label and the source messages
-# (in position order), in the same statement.
+# Appended to a query that names its memories `m` and pins them to the organization :org_id: the
+# agent's label and the source messages (in position order), in the same statement. Every table is
+# pinned to the constant :org_id, not joined on m.org_id: the same on one server, and what lets
+# Citus plan the whole statement on the organization's one shard.
 WITH_AGENT_AND_SOURCES = """
-LEFT JOIN {schema}.agents AS agent ON agent.org_id = m.org_id AND agent.agent_id = m.agent_id
+LEFT JOIN {schema}.agents AS agent ON agent.org_id = :org_id AND agent.agent_id = m.agent_id
 LEFT JOIN LATERAL (
     SELECT json_agg(
                json_build_object('msg_position', src.msg_position, 'role', msg.role, 'content', msg.content)
@@ -45,15 +47,15 @@ LEFT JOIN LATERAL (
            ) AS sources
     FROM {schema}.memory_sources AS src
     JOIN {schema}.messages AS msg
-      ON msg.org_id = src.org_id AND msg.interaction_id = src.interaction_id AND msg.msg_position = src.msg_position
-    WHERE src.org_id = m.org_id AND src.memory_id = m.memory_id
+      ON msg.org_id = :org_id AND msg.interaction_id = src.interaction_id AND msg.msg_position = src.msg_position
+    WHERE src.org_id = :org_id AND src.memory_id = m.memory_id
 ) AS sourced ON true
 """
 
 # The same, and the user's name.
 WITH_NAMES_AND_SOURCES = (
     """
-LEFT JOIN {schema}.users AS owner ON owner.org_id = m.org_id AND owner.user_id = m.user_id"""
+LEFT JOIN {schema}.users AS owner ON owner.org_id = :org_id AND owner.user_id = m.user_id"""
     + WITH_AGENT_AND_SOURCES
 )
 

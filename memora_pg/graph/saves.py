@@ -22,16 +22,77 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memora_pg.graph import audit, history, versions
-from memora_pg.graph.interactions import Message
+from memora_pg.graph import audit, history, interactions, versions
 from memora_pg.graph.memories import NEW_MEMORIES, SCOPE, SOURCES, NewMemory, memory_params, scope_params
-from memora_pg.statements import Statement
+from memora_pg.statements import Statement, sql
+
+# The messages of the new interaction (the statement's ``scope`` names it).
+NEW_MESSAGES = """
+new_messages AS (
+    INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)
+    SELECT scope.org_id, scope.interaction_id, given.n - 1, given.role, given.content
+    FROM scope,
+         unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS given(role, content, n)
+)"""
+
+
+# -- statement by statement (Citus) ------------------------------------------------------------------
+# On a Citus cluster each data-modifying CTE of a one-statement write is run first and its result
+# broadcast to every worker, and the transaction commits in two phases on all of them. There the
+# same arms run as statements of their own, each reading the parameters' SCOPE, each planned on
+# the organization's one shard, in the caller's transaction: one worker, one-phase commit.
+
+
+def alone(arm: str) -> str:
+    """A CTE arm (``name AS (<data-modifying statement>)``) as a statement of its own, reading SCOPE."""
+    _, _, body = arm.strip().partition(" AS (\n")
+    return f"WITH {SCOPE}\n{body.rstrip().removesuffix(')')}"
+
+
+# A contrary memory supersedes a memory that existed before the call: as a statement of its own
+# after the new memories are in, the link must skip this call's own memories.
+LINKS_ALONE = alone(versions.LINKS).replace(
+    "AND old.memory_id = contrary.old_id",
+    "AND old.memory_id = contrary.old_id AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))",
+)
+MESSAGES_ALONE = alone(NEW_MESSAGES)
+MEMORIES_ALONE = alone(NEW_MEMORIES)
+SOURCES_ALONE = alone(SOURCES)
+AUDIT_ALONE = alone(audit.ARM)
+ADDED_ALONE = alone(history.ADDED)
+
+
+@dataclass(frozen=True)
+class _Result:
+    """A row of the shape the one-statement writes return."""
+
+    user_exists: bool = True
+    agent_exists: bool = True
+    written: list[uuid.UUID] = field(default_factory=list)
+    linked: list[uuid.UUID] = field(default_factory=list)
+
+
+async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link: bool) -> _Result:
+    """The memory rows, their sources, their links (with ``link``) and the audit row, one statement each."""
+    written: list[uuid.UUID] = []
+    if params["memory_ids"]:
+        written = list((await conn.execute(sql(conn, MEMORIES_ALONE), params)).scalars())
+    if params["source_memory_ids"]:
+        await conn.execute(sql(conn, SOURCES_ALONE), params)
+    linked: list[uuid.UUID] = []
+    if link and params["new_ids"]:
+        linked = list((await conn.execute(sql(conn, LINKS_ALONE), params)).scalars())
+    if params["audited"]:
+        await conn.execute(sql(conn, AUDIT_ALONE), params)
+    return _Result(written=written, linked=linked)
+
 
 SAVE = f"""
 WITH owners AS (
@@ -48,12 +109,7 @@ interaction AS (
 scope AS (
     SELECT org_id, user_id, agent_id, interaction_id, created_at AS obtained_at FROM interaction
 ),
-new_messages AS (
-    INSERT INTO {{schema}}.messages (org_id, interaction_id, msg_position, role, content)
-    SELECT scope.org_id, scope.interaction_id, given.n - 1, given.role, given.content
-    FROM scope,
-         unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS given(role, content, n)
-),
+{NEW_MESSAGES},
 {NEW_MEMORIES},
 {SOURCES},
 {versions.LINKS},
@@ -78,7 +134,7 @@ def save(
     agent_id: str,
     interaction_id: str,
     at: datetime,
-    messages: Sequence[Message],
+    messages: Sequence[interactions.Message],
     items: Sequence[NewMemory],
     audited: audit.Entry | None,
 ) -> Statement:
@@ -92,7 +148,18 @@ def save(
         **versions.link_params(items),
         **audit.arm_params(audited),
     }
-    return Statement(SAVE, params)
+
+    async def steps(conn: AsyncConnection) -> list[_Result]:
+        user_exists, agent_exists = await interactions.create(
+            conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
+        )
+        if not (user_exists and agent_exists):
+            return [_Result(user_exists=user_exists, agent_exists=agent_exists)]
+        if messages:
+            await conn.execute(sql(conn, MESSAGES_ALONE), params)
+        return [await _memories_alone(conn, params, link=True)]
+
+    return Statement(SAVE, params, steps)
 
 
 def saved(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Saved:
@@ -142,7 +209,11 @@ def write(
         **versions.link_params(items if link else ()),
         **audit.arm_params(audited),
     }
-    return Statement(WRITE, params)
+
+    async def steps(conn: AsyncConnection) -> list[_Result]:
+        return [await _memories_alone(conn, params, link=link)]
+
+    return Statement(WRITE, params, steps)
 
 
 def written(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Written:
@@ -151,14 +222,17 @@ def written(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Written:
     return Written(written=list(row.written), unlinked=versions.unlinked(items, row.linked))
 
 
+COLLECTION_ORGANIZATION = """
+INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :collection)
+ON CONFLICT DO NOTHING"""
+COLLECTION_USER = """
+INSERT INTO {schema}.users (org_id, user_id, user_name) VALUES (:org_id, :user_id, :user_name)
+ON CONFLICT DO NOTHING"""
+
 ADD = f"""
-WITH organization AS (
-    INSERT INTO {{schema}}.organizations (org_id, org_name) VALUES (:org_id, :collection)
-    ON CONFLICT DO NOTHING
+WITH organization AS ({COLLECTION_ORGANIZATION}
 ),
-collection_user AS (
-    INSERT INTO {{schema}}.users (org_id, user_id, user_name) VALUES (:org_id, :user_id, :user_name)
-    ON CONFLICT DO NOTHING
+collection_user AS ({COLLECTION_USER}
 ),
 {SCOPE},
 {NEW_MEMORIES},
@@ -191,4 +265,15 @@ def add(
         **history.added_params(items),
         **audit.arm_params(audited),
     }
-    return Statement(ADD, params)
+
+    async def steps(conn: AsyncConnection) -> list[_Result]:
+        await conn.execute(sql(conn, COLLECTION_ORGANIZATION), params)
+        await conn.execute(sql(conn, COLLECTION_USER), params)
+        if params["memory_ids"]:
+            await conn.execute(sql(conn, MEMORIES_ALONE), params)
+            await conn.execute(sql(conn, ADDED_ALONE), params)
+        if params["audited"]:
+            await conn.execute(sql(conn, AUDIT_ALONE), params)
+        return [_Result()]
+
+    return Statement(ADD, params, steps)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -191,40 +191,40 @@ JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = older.memo
 ORDER BY older.depth
 """
 
-# Each requested memory is replaced by its current version(s): every memory reachable through
-# newer-version edges that has no newer version itself. Results keep the order of the first
-# request that reached them; versions reached from one request come newest first.
+# Each requested memory (all of the organization :org_id) is replaced by its current version(s):
+# every memory reachable through newer-version edges that has no newer version itself. Results
+# keep the order of the first request that reached them; versions reached from one request come
+# newest first. Every table is pinned to :org_id, so Citus runs it on the organization's shard.
 RESOLVE = f"""
 WITH RECURSIVE requested AS (
     SELECT *
     FROM unnest(
-        CAST(:batches AS int[]), CAST(:positions AS int[]),
-        CAST(:org_ids AS text[]), CAST(:user_ids AS text[]), CAST(:memory_ids AS uuid[])
-    ) AS r(batch, pos, org_id, user_id, memory_id)
-), newer(batch, pos, org_id, memory_id) AS (
-    SELECT requested.batch, requested.pos, found.org_id, found.memory_id
+        CAST(:batches AS int[]), CAST(:positions AS int[]), CAST(:user_ids AS text[]), CAST(:memory_ids AS uuid[])
+    ) AS r(batch, pos, user_id, memory_id)
+), newer(batch, pos, memory_id) AS (
+    SELECT requested.batch, requested.pos, found.memory_id
     FROM requested
     JOIN {{schema}}.memories AS found
-      ON found.org_id = requested.org_id
+      ON found.org_id = :org_id
      AND found.user_id = requested.user_id
      AND found.memory_id = requested.memory_id
   UNION
-    SELECT newer.batch, newer.pos, edge.org_id, edge.new_memory_id
+    SELECT newer.batch, newer.pos, edge.new_memory_id
     FROM newer
     JOIN {{schema}}.memory_updates AS edge
-      ON edge.org_id = newer.org_id AND edge.old_memory_id = newer.memory_id
+      ON edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
 ), latest AS (
-    SELECT batch, min(pos) AS first_pos, org_id, memory_id
+    SELECT batch, min(pos) AS first_pos, memory_id
     FROM newer
     WHERE NOT EXISTS (
         SELECT 1 FROM {{schema}}.memory_updates AS edge
-        WHERE edge.org_id = newer.org_id AND edge.old_memory_id = newer.memory_id
+        WHERE edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
     )
-    GROUP BY batch, org_id, memory_id
+    GROUP BY batch, memory_id
 )
-SELECT latest.batch, {MEMORY_COLUMNS}
+SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
 FROM latest
-JOIN {{schema}}.memories AS m ON m.org_id = latest.org_id AND m.memory_id = latest.memory_id
+JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
 {WITH_NAMES_AND_SOURCES}
 ORDER BY latest.batch, latest.first_pos, m.seq DESC
 """
@@ -245,20 +245,32 @@ class Requested:
 
 
 async def resolve(conn: AsyncConnection, requests: Sequence[Requested], batches: int) -> list[list[Memory]]:
-    """The current versions of the requested memories, one list per batch, in one statement."""
+    """The current versions of the requested memories, one list per batch.
+
+    One statement per organization among the requests (one in the common case): a statement is
+    pinned to its organization, which is what a Citus cluster needs to run it on one shard.
+    """
     results: list[list[Memory]] = [[] for _ in range(batches)]
-    if not requests:
-        return results
-    rows = await conn.execute(
-        sql(conn, RESOLVE),
-        {
-            "batches": [r.batch for r in requests],
-            "positions": [r.position for r in requests],
-            "org_ids": [r.org_id for r in requests],
-            "user_ids": [r.user_id for r in requests],
-            "memory_ids": [r.memory_id for r in requests],
-        },
-    )
-    for row in rows:
+    by_org: dict[str, list[Requested]] = {}
+    for request in requests:
+        by_org.setdefault(request.org_id, []).append(request)
+    found: list[Any] = []
+    for org_id, group in by_org.items():
+        found.extend(
+            await conn.execute(
+                sql(conn, RESOLVE),
+                {
+                    "org_id": org_id,
+                    "batches": [r.batch for r in group],
+                    "positions": [r.position for r in group],
+                    "user_ids": [r.user_id for r in group],
+                    "memory_ids": [r.memory_id for r in group],
+                },
+            )
+        )
+    if len(by_org) > 1:
+        # Each statement's rows are in order: merge them into the order one statement would give.
+        found.sort(key=lambda row: (row.batch, row.first_pos, -row.seq))
+    for row in found:
         results[row.batch].append(to_model(row))
     return results

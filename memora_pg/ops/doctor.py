@@ -38,7 +38,19 @@ SELECT current_setting('server_version_num')::int AS server_version_num,
           JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
          WHERE n.nspname = :schema AND NOT i.indisvalid) AS invalid_indexes,
        (SELECT count(*) FROM pg_class WHERE oid = to_regclass(:memories)) AS has_memories,
-       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:memories)) AS memory_rows
+       (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:memories)) AS memory_rows,
+       (SELECT extversion FROM pg_extension WHERE extname = 'citus') AS citus_version
+"""
+
+# On a Citus coordinator: how each of the schema's tables is distributed (column, co-location group).
+DISTRIBUTION = """
+SELECT c.relname AS name, CAST(p.partmethod AS text) AS method, p.colocationid AS colocation,
+       CAST(NULL AS text) AS column_name
+FROM pg_class AS c
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+LEFT JOIN pg_dist_partition AS p ON p.logicalrelid = c.oid
+WHERE n.nspname = :schema AND c.relkind IN ('r', 'p')
+ORDER BY c.relname
 """
 
 
@@ -54,6 +66,9 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         facts = (await conn.execute(text(FACTS), {"schema": schema, "memories": f'"{schema}".memories'})).one()
         dimensions = await catalog.vector_dimensions(conn, schema)
         revision = await migrations.current_revision(conn, schema)
+        distribution = None
+        if facts.citus_version is not None:
+            distribution = (await conn.execute(text(DISTRIBUTION), {"schema": schema})).all()
         plan = None
         if facts.has_memories:
             # Is the user-scoped listing served by its index? (seq scans off: usable, whatever the table's size)
@@ -73,6 +88,8 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         if version >= MIN_SERVER
         else Check("server", "fail", f"PostgreSQL {facts.server_version}", "Use PostgreSQL 14 or newer.")
     )
+    if facts.citus_version is not None:
+        checks.append(_citus_check(facts.citus_version, distribution or []))
     vector = facts.vector_version
     if vector is None:
         checks.append(Check("pgvector", "fail", "the vector extension is not installed", "Run memora-pg db upgrade."))
@@ -153,6 +170,48 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
             else Check("plans", "warn", "user listings do not use their index:\n" + plan, "Run ANALYZE on memories.")
         )
     return checks
+
+
+def _citus_check(version: str, tables: Any) -> Check:
+    """On a Citus coordinator: are memora_pg's tables distributed by org_id and co-located?"""
+    from memora_pg.citus import DISTRIBUTION_COLUMN, REFERENCE_TABLES
+
+    fix = "Run the statements memora-pg db distribute prints, once, on the coordinator."
+    local = sorted(t.name for t in tables if t.method is None)
+    wrong = sorted(
+        t.name
+        for t in tables
+        if t.method is not None
+        and t.name not in REFERENCE_TABLES
+        and (t.method != "h" or (t.column_name is not None and t.column_name != DISTRIBUTION_COLUMN))
+    )
+    groups = {t.colocation for t in tables if t.method == "h"}
+    if not tables or len(local) == len(tables):
+        return Check("citus", "fail", f"Citus {version}: the tables are not distributed", fix)
+    if local or wrong:
+        detail = "; ".join(
+            part
+            for part in (
+                "not distributed: " + ", ".join(local) if local else "",
+                f"not hash-distributed by {DISTRIBUTION_COLUMN}: " + ", ".join(wrong) if wrong else "",
+            )
+            if part
+        )
+        return Check("citus", "fail", f"Citus {version}: {detail}", fix)
+    if len(groups) != 1:
+        return Check(
+            "citus",
+            "fail",
+            f"Citus {version}: the tables are in {len(groups)} co-location groups, not one",
+            "Distribute every table with colocate_with => the organizations table (memora-pg db distribute).",
+        )
+    distributed = sum(1 for t in tables if t.method == "h")
+    return Check(
+        "citus",
+        "ok",
+        f"Citus {version}: {distributed} tables distributed by {DISTRIBUTION_COLUMN}, co-located "
+        f"(group {groups.pop()}), {len(tables) - distributed} reference table(s)",
+    )
 
 
 def exit_code(checks: list[Check]) -> int:

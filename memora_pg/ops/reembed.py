@@ -35,7 +35,7 @@ from memora_pg.errors import (
 )
 from memora_pg.graph.autogen_contents import canonical_json
 from memora_pg.ops.indexes import build_memory
-from memora_pg.statements import from_json, sql
+from memora_pg.statements import from_json, on_citus, sql
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
 
@@ -142,7 +142,7 @@ def embedder_name(embedder: Embedder) -> str:
 # The vector columns a re-embed reads from the catalog: the live one and its shadow.
 _COLUMNS = ("embedding", "embedding_next")
 
-_ORGANIZATION_EXISTS = "SELECT EXISTS (SELECT FROM {schema}.organizations WHERE org_id = :org_id)"
+_ORGANIZATION_EXISTS = "SELECT EXISTS (SELECT 1 FROM {schema}.organizations WHERE org_id = :org_id)"
 
 _ADD_SHADOW = "ALTER TABLE {schema}.{table} ADD COLUMN IF NOT EXISTS embedding_next vector({dimensions})"
 _DROP_SHADOW = "ALTER TABLE {schema}.{table} DROP COLUMN IF EXISTS embedding_next"
@@ -167,6 +167,9 @@ CREATE OR REPLACE TRIGGER memora_pg_reembed BEFORE UPDATE OF {columns} ON {schem
 FOR EACH ROW WHEN ({changes}) EXECUTE FUNCTION {schema}.memora_pg_reembed_forget()
 """
 _DROP_TRIGGER = "DROP TRIGGER IF EXISTS memora_pg_reembed ON {schema}.{table}"
+# Citus refuses triggers on distributed tables unless told they are safe; this one only changes
+# the row it fires for (on the row's own shard), which is what Citus asks of a trigger.
+_CITUS_TRIGGERS = "SET LOCAL citus.enable_unsafe_triggers = on"
 _DROP_FUNCTION = "DROP FUNCTION IF EXISTS {schema}.memora_pg_reembed_forget()"
 
 _PROGRESS = """
@@ -193,7 +196,7 @@ WHERE t.org_id = given.org_id AND t.{key} = given.row_id
 """
 
 _MISSING = """
-SELECT EXISTS (SELECT FROM {schema}.{table} WHERE {scope} AND embedding IS NOT NULL AND embedding_next IS NULL)
+SELECT EXISTS (SELECT 1 FROM {schema}.{table} WHERE {scope} AND embedding IS NOT NULL AND embedding_next IS NULL)
 """
 
 _LOCK_TIMEOUT = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"
@@ -441,12 +444,16 @@ async def _add_shadows(run: _Run) -> None:
                 },
             )
             await conn.exec_driver_sql(comment)
+            if on_citus(conn):
+                await conn.execute(text(_CITUS_TRIGGERS))
             await conn.execute(_sql(conn, _FORGET_TRIGGER, table, columns=table.watched, changes=table.changes))
 
 
 async def _drop_shadows(run: _Run) -> None:
     async with run.database.transaction() as conn:
         await conn.execute(text(_LOCK_TIMEOUT))
+        if on_citus(conn):
+            await conn.execute(text(_CITUS_TRIGGERS))
         for table in run.tables:
             await conn.execute(_sql(conn, _DROP_TRIGGER, table))
             await conn.execute(_sql(conn, _DROP_SHADOW, table))
@@ -543,6 +550,8 @@ async def _try_switch(run: _Run) -> bool:
             await conn.execute(text(_LOCK_TIMEOUT))
             tables = ", ".join(f"{{schema}}.{table.name}" for table in run.tables)
             await conn.execute(sql(conn, _LOCK.replace("{tables}", tables)))
+            if on_citus(conn):
+                await conn.execute(text(_CITUS_TRIGGERS))
             if await _missing(conn, run):
                 return False
             if run.target.org_id is not None:

@@ -10,12 +10,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memora_pg import NotFoundError, PostgresGraphDB, Settings
 from memora_pg.embeddings import HashEmbedder
 from tests.citus.helpers import (
-    XFAIL_COMPLEX_JOIN,
-    XFAIL_FOR_UPDATE,
-    XFAIL_LATERAL_OUTER,
-    XFAIL_RECURSIVE,
-    XFAIL_RESOLVED,
-    expect_failure,
     memory_ids,
     ref,
     remember,
@@ -119,22 +113,16 @@ async def test_save_interaction_with_memories(chained: PostgresGraphDB, engine: 
         assert len(await memory_ids(engine, w.org_id, interaction_id)) == 2
 
 
-async def test_save_with_a_contrary_memory(
-    request: pytest.FixtureRequest, chained: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_save_with_a_contrary_memory(chained: PostgresGraphDB, engine: AsyncEngine) -> None:
     """A save whose memory contradicts an earlier one links the two (linear mode locks the chain first)."""
-    expect_failure(request, XFAIL_RECURSIVE, when=chained.settings.contradiction_chains == "linear")
     for w in await worlds(chained):
         old = await remember(chained, engine, w, "lives in Paris", at=1)
         new = await remember(chained, engine, w, "moved to Berlin", supersedes=old, at=2)
         assert new != old
 
 
-async def test_update_interaction_and_memories(
-    request: pytest.FixtureRequest, chained: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_update_interaction_and_memories(chained: PostgresGraphDB, engine: AsyncEngine) -> None:
     """An update replaces the message list and adds a memory."""
-    expect_failure(request, XFAIL_FOR_UPDATE)
     for w in await worlds(chained):
         interaction_id, _ = await chained.save_interaction_with_memories(
             w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("first", [0])])
@@ -145,11 +133,8 @@ async def test_update_interaction_and_memories(
         assert len(await memory_ids(engine, w.org_id, interaction_id)) == 2
 
 
-async def test_update_with_a_contrary_memory(
-    request: pytest.FixtureRequest, chained: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_update_with_a_contrary_memory(chained: PostgresGraphDB, engine: AsyncEngine) -> None:
     """An update whose new memory contradicts one of the interaction's own memories."""
-    expect_failure(request, XFAIL_FOR_UPDATE)
     for w in await worlds(chained):
         interaction_id, _ = await chained.save_interaction_with_memories(
             w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("in Paris", [0])])
@@ -170,11 +155,8 @@ async def test_update_with_a_contrary_memory(
 @pytest.mark.parametrize(
     ("with_messages", "with_memories"), [(True, True), (True, False), (False, True), (False, False)]
 )
-async def test_get_interaction(
-    request: pytest.FixtureRequest, graph: PostgresGraphDB, with_messages: bool, with_memories: bool
-) -> None:
+async def test_get_interaction(graph: PostgresGraphDB, with_messages: bool, with_memories: bool) -> None:
     """get_interaction returns one interaction with or without its messages and memories."""
-    expect_failure(request, XFAIL_COMPLEX_JOIN, when=with_messages or with_memories)
     for w in await worlds(graph):
         interaction_id, _ = await graph.save_interaction_with_memories(
             w.org_id, w.agent_id, w.user_id, payload(chat("hi", "yo"), [("fact", [0])])
@@ -183,9 +165,8 @@ async def test_get_interaction(
         assert got.interaction_id == interaction_id
 
 
-async def test_get_all_user_interactions(request: pytest.FixtureRequest, graph: PostgresGraphDB) -> None:
+async def test_get_all_user_interactions(graph: PostgresGraphDB) -> None:
     """get_all_user_interactions lists a user's interactions with their messages and memories."""
-    expect_failure(request, XFAIL_COMPLEX_JOIN)
     for w in await worlds(graph):
         for n in (1, 2):
             await graph.save_interaction_with_memories(
@@ -221,48 +202,35 @@ async def test_delete_all_user_interactions_and_their_memories(graph: PostgresGr
 # -- memories --------------------------------------------------------------------------------------
 
 
-async def test_fetch_user_memories_resolved(
-    request: pytest.FixtureRequest, graph: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_fetch_user_memories_resolved(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
     """Resolution of one organization's memories follows the chain to the newest version."""
-    expect_failure(request, XFAIL_RESOLVED)
     for w in await worlds(graph):
         old = await remember(graph, engine, w, "lives in Paris", at=1)
         new = await remember(graph, engine, w, "moved to Rome", supersedes=old, at=2)
         assert [m.memory_id for m in await graph.fetch_user_memories_resolved([ref(w, old)])] == [new]
 
 
-async def test_fetch_user_memories_resolved_across_organizations(
-    request: pytest.FixtureRequest, graph: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_fetch_user_memories_resolved_across_organizations(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
     """One resolution call with entries of several organizations (upstream's agent does this)."""
-    expect_failure(request, XFAIL_RESOLVED)
     refs = [ref(w, await remember(graph, engine, w, "a fact")) for w in await worlds(graph)]
     assert len(await graph.fetch_user_memories_resolved(refs)) == len(refs)
 
 
-async def test_fetch_user_memories_resolved_batch(
-    request: pytest.FixtureRequest, graph: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_fetch_user_memories_resolved_batch(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
     """The batch form resolves one list per query, each of another organization."""
-    expect_failure(request, XFAIL_RESOLVED)
     batches = [[ref(w, await remember(graph, engine, w, "a fact"))] for w in await worlds(graph)]
     assert [len(b) for b in await graph.fetch_user_memories_resolved_batch(batches)] == [1, 1, 1]
 
 
-async def test_get_user_memory(request: pytest.FixtureRequest, graph: PostgresGraphDB, engine: AsyncEngine) -> None:
+async def test_get_user_memory(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
     """get_user_memory returns one memory with its sources."""
-    expect_failure(request, XFAIL_COMPLEX_JOIN)
     for w in await worlds(graph):
         memory_id = await remember(graph, engine, w, "a fact")
         assert (await graph.get_user_memory(w.org_id, w.user_id, memory_id)).memory_id == memory_id
 
 
-async def test_get_user_memory_history(
-    request: pytest.FixtureRequest, graph: PostgresGraphDB, engine: AsyncEngine
-) -> None:
+async def test_get_user_memory_history(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
     """The history of a contradicted memory walks back to its first version."""
-    expect_failure(request, XFAIL_RECURSIVE)
     for w in await worlds(graph):
         old = await remember(graph, engine, w, "lives in Paris", at=1)
         new = await remember(graph, engine, w, "moved to Rome", supersedes=old, at=2)
@@ -271,11 +239,8 @@ async def test_get_user_memory_history(
 
 
 @pytest.mark.parametrize("by_agent", [False, True])
-async def test_get_all_user_memories(
-    request: pytest.FixtureRequest, graph: PostgresGraphDB, engine: AsyncEngine, by_agent: bool
-) -> None:
+async def test_get_all_user_memories(graph: PostgresGraphDB, engine: AsyncEngine, by_agent: bool) -> None:
     """get_all_user_memories lists a user's memories (of one agent or all)."""
-    expect_failure(request, XFAIL_LATERAL_OUTER)
     for w in await worlds(graph):
         await remember(graph, engine, w, "a fact")
         listed = await graph.get_all_user_memories(w.org_id, w.user_id, w.agent_id if by_agent else None)

@@ -13,9 +13,7 @@ from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, Settin
 from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
 from tests.citus.helpers import (
-    XFAIL_RLS_SAVE,
-    XFAIL_RLS_SET_CONFIG,
-    expect_failure,
+    XFAIL_RLS_SEQUENCE,
     memory_ids,
     worlds,
 )
@@ -67,38 +65,30 @@ async def owned(graph: PostgresGraphDB) -> list[World]:
     return await worlds(graph)
 
 
-async def test_rls_create_organization(request: pytest.FixtureRequest, app: PostgresGraphDB) -> None:
+async def test_rls_create_organization(app: PostgresGraphDB) -> None:
     """The restricted role creates an organization (the row lands on a worker under the policy)."""
-    expect_failure(request, XFAIL_RLS_SET_CONFIG)
     org = await app.create_organization("Under RLS")
     assert org.org_id
 
 
-async def test_rls_gets(request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World]) -> None:
+async def test_rls_gets(app: PostgresGraphDB, owned: list[World]) -> None:
     """get_organization, get_user and get_agent see the organization of the call."""
-    expect_failure(request, XFAIL_RLS_SET_CONFIG)
     for w in owned:
         assert (await app.get_organization(w.org_id)).org_id == w.org_id
         assert (await app.get_user(w.org_id, w.user_id)).user_id == w.user_id
         assert (await app.get_agent(w.org_id, w.agent_id)).agent_id == w.agent_id
 
 
-async def test_rls_create_user_and_agent(
-    request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World]
-) -> None:
+async def test_rls_create_user_and_agent(app: PostgresGraphDB, owned: list[World]) -> None:
     """create_user and create_agent write under the policy of the call's organization."""
-    expect_failure(request, XFAIL_RLS_SET_CONFIG)
     for w in owned:
         await app.create_user(w.org_id, "Restricted")
         await app.create_agent(w.org_id, "Restricted")
 
 
-async def test_rls_save(
-    request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World], engine: AsyncEngine
-) -> None:
+@pytest.mark.xfail(strict=True, reason=XFAIL_RLS_SEQUENCE)
+async def test_rls_save(app: PostgresGraphDB, owned: list[World], engine: AsyncEngine) -> None:
     """A save as the restricted role writes the interaction and its memories."""
-    linear = app.settings.contradiction_chains == "linear"
-    expect_failure(request, XFAIL_RLS_SET_CONFIG if linear else XFAIL_RLS_SAVE)
     for w in owned:
         interaction_id, _ = await app.save_interaction_with_memories(
             w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("secret", [0])])
@@ -106,11 +96,8 @@ async def test_rls_save(
         assert len(await memory_ids(engine, w.org_id, interaction_id)) == 1
 
 
-async def test_rls_listings_and_search(
-    request: pytest.FixtureRequest, app: PostgresGraphDB, owned: list[World], graph: PostgresGraphDB
-) -> None:
+async def test_rls_listings_and_search(app: PostgresGraphDB, owned: list[World], graph: PostgresGraphDB) -> None:
     """Listings and a user search as the restricted role see the owner's rows of that organization."""
-    expect_failure(request, XFAIL_RLS_SET_CONFIG)
     for w in owned:
         await graph.save_interaction_with_memories(
             w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("green tea", [0])])
@@ -121,9 +108,8 @@ async def test_rls_listings_and_search(
         assert await vector.search_memory("green tea", MemorySearchScope.USER, w.org_id, w.user_id)
 
 
-async def test_rls_autogen(request: pytest.FixtureRequest, app_settings: Settings, owned: list[World]) -> None:
+async def test_rls_autogen(app_settings: Settings, owned: list[World]) -> None:
     """PostgresMemory as the restricted role adds and lists entries."""
-    expect_failure(request, XFAIL_RLS_SET_CONFIG)
     for w in owned:
         memory = PostgresMemory("notes", settings=app_settings, embedder=HashEmbedder(384), org_id=w.org_id)
         try:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import PostgresGraphDB, Settings
 from memora_pg.embeddings import HashEmbedder
-from tests.citus.helpers import worlds
+from tests.citus.helpers import ref, remember, worlds
 from tests.citus.trace import Trace, assert_router_plannable, traced_engine
-from tests.integration.helpers import chat, payload
+from tests.integration.helpers import chat, day, payload
 
 # The statement shapes memora_pg uses, with every table reference pinned to the constant org_id.
 PINNED_JOIN = """
@@ -88,19 +92,100 @@ async def test_simple_calls_touch_one_worker_without_two_phase_commit(
     assert not trace.two_phase, trace.summary()
 
 
-async def test_a_save_touches_both_workers_with_two_phase_commit(
-    traced: tuple[PostgresGraphDB, Trace, AsyncEngine],
+@pytest.mark.parametrize("mode", ["branch", "linear"])
+async def test_a_save_touches_one_worker_without_two_phase_commit(
+    database_url: str, settings: Settings, mode: str
 ) -> None:
-    """A one-statement save is not single-shard today: many remote commands, both workers, PREPARE TRANSACTION.
-
-    When the save becomes router-plannable this fails: then assert one worker and no 2PC instead.
-    """
-    store, trace, _ = traced
+    """A save of 10 memories (statement by statement on Citus) sends its commands to one worker only."""
+    trace = Trace()
+    engine = traced_engine(database_url, trace)
+    store = PostgresGraphDB(
+        engine, settings=settings.model_copy(update={"contradiction_chains": mode}), embedder=HashEmbedder(384)
+    )
     (w,) = await worlds(store, 1)
     with trace.capture():
         await store.save_interaction_with_memories(
             w.org_id, w.agent_id, w.user_id, payload(chat("hi", "yo"), [(f"fact {i}", [0]) for i in range(10)])
         )
+    await store.close()
+    await engine.dispose()
     print(trace.summary())
-    assert trace.two_phase, trace.summary()
-    assert len(trace.nodes) >= 2, trace.summary()
+    assert len(trace.nodes) == 1, trace.summary()
+
+
+class _Sent:
+    """Every statement an engine sends, with its driver-level parameters."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.statements: list[tuple[str, Any]] = []
+        event.listen(engine.sync_engine, "before_cursor_execute", self._record)
+
+    def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        self.statements.append((statement, parameters))
+
+    def tables(self) -> list[tuple[str, Any]]:
+        """The statements that read or write memora_pg's tables (not the catalog, not SET)."""
+        return [
+            (sql, params)
+            for sql, params in self.statements
+            if "memora" in sql
+            and sql.lstrip().split(None, 1)[0].upper() in ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE")
+        ]
+
+
+async def test_every_statement_of_the_main_calls_is_router_plannable(
+    database_url: str, engine: AsyncEngine, settings: Settings
+) -> None:
+    """Each statement of the one-organization calls (writes, reads, history, resolution, deletes) is single-shard."""
+    sent_engine = create_async_engine(database_url)
+    sent = _Sent(sent_engine)
+    for mode in ("branch", "linear"):
+        store = PostgresGraphDB(
+            sent_engine,
+            settings=settings.model_copy(update={"contradiction_chains": mode}),
+            embedder=HashEmbedder(384),
+        )
+        (w,) = await worlds(store, 1)
+        old = await remember(store, engine, w, "lives in Paris", at=1)
+        new = await remember(store, engine, w, "moved to Rome", supersedes=old, at=2)
+        interaction_id, _ = await store.save_interaction_with_memories(
+            w.org_id, w.agent_id, w.user_id, payload(chat("hi", "yo"), [("fact", [0])])
+        )
+        await store.update_interaction_and_memories(
+            w.org_id, w.agent_id, w.user_id, interaction_id, payload(chat("hi", "more"), [("second", [1])], at=day(3))
+        )
+        await store.get_interaction(w.org_id, w.user_id, interaction_id, True, True)
+        await store.get_all_user_interactions(w.org_id, w.user_id)
+        await store.get_user_memory(w.org_id, w.user_id, new)
+        await store.get_all_user_memories(w.org_id, w.user_id)
+        await store.get_all_user_memories(w.org_id, w.user_id, w.agent_id)
+        await store.get_user_memory_history(w.org_id, w.user_id, new)
+        await store.fetch_user_memories_resolved([ref(w, old)])
+        await store.delete_user_memory(w.org_id, w.user_id, old)
+        await store.delete_user_interaction_and_its_memories(w.org_id, w.user_id, interaction_id)
+        await store.close()
+    checked = sent.tables()
+    assert len(checked) > 30
+    explained = 0
+    async with sent_engine.connect() as conn:
+        for statement, params in checked:
+            try:
+                async with conn.begin_nested():
+                    result = await conn.exec_driver_sql("EXPLAIN (COSTS OFF) " + statement, params)
+                    rows = result.all() if result.returns_rows else []
+            except sa_exc.DBAPIError as error:
+                if "could not create distributed plan" not in str(error):
+                    raise
+                continue  # Citus cannot EXPLAIN this bound statement generically; the call itself ran
+            if not rows:
+                continue  # the driver gave the EXPLAIN of an executemany no rows to read
+            explained += 1
+            plan = "\n".join(row[0] for row in rows)
+            counts = [int(n) for n in re.findall(r"Task Count: (\d+)", plan)]
+            if not counts and "INSERT/SELECT method: pull to coordinator" in plan:
+                continue  # a step of a write over constants: the coordinator sends its rows to one shard
+            assert counts, f"not a distributed plan:\n{statement}\n{plan}"
+            assert counts == [1] * len(counts), f"not single-shard:\n{statement}\n{plan}"
+            assert "Distributed Subplan" not in plan, f"planned in several steps:\n{statement}\n{plan}"
+    await sent_engine.dispose()
+    assert explained > 20

@@ -196,7 +196,8 @@ WHERE space.nspname = :schema AND ix.relkind = 'i' AND method.amname = 'hnsw'
 ORDER BY ix.relname
 """
 
-DATABASE_IS_EMPTY = "SELECT NOT EXISTS (SELECT FROM {schema}.organizations)"
+# SELECT 1 ... LIMIT 1, not an empty target list: Citus cannot deparse "SELECT FROM" on a distributed table.
+DATABASE_IS_EMPTY = "SELECT NOT EXISTS (SELECT 1 FROM {schema}.organizations LIMIT 1)"
 
 
 async def _set_aside_vector_indexes(conn: AsyncConnection, schema: str) -> list[str]:
