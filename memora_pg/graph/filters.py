@@ -200,12 +200,12 @@ class _MetadataKey:
             # For arrays and objects @> means "includes", not "equals": the index finds the
             # candidates, the jsonb equality (numeric-aware, [1] = [1.0]) keeps the exact ones.
             return and_(contained, _value_of(self.key) == bindparam("value", value, JSONB, unique=True))
-        number = _number_of(value)
-        if number is not None:
-            # A number, or a numeric string, also equals a stored value spelling the same number
-            # (10 = "10", "7.5" = 7.5): that arm is no containment, so such an equality is not
-            # served by the GIN index (the other conditions' indexes, user_id's, narrow the rows).
-            return or_(contained, self.numerically("=", number))
+        spellings = _other_spellings(value)
+        if spellings:
+            # A number also equals the numeric string spelling it (10 = "10"), and a numeric
+            # string the number it spells ("7" = 7, 7.0), as mem0's text comparison has it:
+            # still one GIN containment per spelling, ORed.
+            return or_(contained, *(memories.c.metadata.contains({self.key: other}) for other in spellings))
         return contained
 
     def numerically(self, op: str, number: Decimal) -> ColumnElement[bool]:
@@ -409,6 +409,26 @@ class _Compiler:
 
 def _all(clauses: list[ColumnElement[bool]]) -> ColumnElement[bool]:
     return and_(true(), *clauses)
+
+
+def _other_spellings(value: object) -> list[Json]:
+    """The values that equal ``value`` as mem0 compares them but not as jsonb does: the canonical
+    strings of a number, or the number a numeric string spells."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [str(value)]
+    if isinstance(value, float):
+        return [repr(value), *([str(int(value))] if value.is_integer() else [])] if math.isfinite(value) else []
+    if isinstance(value, str):
+        number = numeric_string(value)
+        if number is None or not number.is_finite():
+            return []
+        if number == number.to_integral_value() and abs(number) < 10**18:
+            return [int(number)]
+        as_float = float(number)
+        return [as_float] if math.isfinite(as_float) else []
+    return []
 
 
 def _number_of(value: object) -> Decimal | None:
