@@ -77,7 +77,7 @@ def test_get_unknown_and_malformed_id(both: tuple[Any, Any]) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="get('not-a-uuid'): mem0's pgvector store raises (psycopg InvalidTextRepresentation); memora_pg returns None",
+    reason="deliberate (docs/migrating.md): get('not-a-uuid'): mem0's pgvector store raises (psycopg InvalidTextRepresentation); memora_pg returns None",
 )
 def test_get_malformed_id(both: tuple[Any, Any]) -> None:
     """get() of a string that is no UUID."""
@@ -178,7 +178,7 @@ def test_search_score_with_keyword_hit(both: tuple[Any, Any]) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="mem0's pgvector store floors the score at 0 (max(0, 1 - cosine distance)), so threshold=0 keeps every row; memora_pg returns negative cosine similarities and drops them at threshold=0",
+    reason="mem0's pgvector store floors the score at 0 (max(0, 1 - cosine distance)); threshold=0 now keeps every row on both sides, but memora_pg's scores go below 0 until the search rewrite bounds them to [0, 1]",
 )
 def test_search_negative_cosine_floor(both: tuple[Any, Any]) -> None:
     """Memories pointing away from the query score 0.0 in mem0, never below, and pass threshold=0."""
@@ -206,7 +206,7 @@ def test_search_top_k_and_threshold(both: tuple[Any, Any]) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="search(limit=) : mem0 2.2 silently ignores the unknown keyword (it lands in **kwargs) and uses top_k=20; memora_pg raises 'Use top_k instead of limit'",
+    reason="deliberate (docs/migrating.md): search(limit=) : mem0 2.2 silently ignores the unknown keyword (it lands in **kwargs) and uses top_k=20; memora_pg takes it as top_k (autogen-ext's Mem0Memory sends it)",
 )
 def test_search_limit_keyword(both: tuple[Any, Any]) -> None:
     """search(..., limit=1) as autogen-ext's Mem0Memory passes it."""
@@ -220,7 +220,7 @@ def test_search_limit_keyword(both: tuple[Any, Any]) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="search/get_all(user_id=...): mem0 2.2 raises ValueError (entity ids only inside filters=); memora_pg folds them into the filters",
+    reason="deliberate (docs/migrating.md): search/get_all(user_id=...): mem0 2.2 raises ValueError (entity ids only inside filters=); memora_pg folds them into the filters (autogen-ext's Mem0Memory passes user_id=)",
 )
 @pytest.mark.parametrize("method", ["search", "get_all"])
 def test_top_level_entity_ids_rejected(both: tuple[Any, Any], method: str) -> None:

@@ -82,7 +82,7 @@ def test_eq_on_a_list_or_dict_adds_exact_equality_to_containment(value: Any) -> 
 @pytest.mark.parametrize(("op", "symbol"), [("gt", ">"), ("gte", ">="), ("lt", "<"), ("lte", "<=")])
 @pytest.mark.parametrize("operand", ["m", "2024-01-01", "abc"])
 def test_ranges_are_strict_jsonpath_with_a_bound_jsonb_variable(op: str, symbol: str, operand: Any) -> None:
-    """A range with a non-numeric string is coalesce(jsonb_path_match(metadata -> key, 'strict $ op $v', ...), false)."""
+    """A range with a non-numeric string: coalesce(jsonb_path_match(metadata -> key, 'strict $ op $v', ...), false)."""
     assert sql({"k": {op: operand}}) == (range_sql(symbol), {"key_1": "k", "vars_1": {"v": operand}})
 
 
