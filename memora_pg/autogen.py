@@ -19,15 +19,17 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping, Sequence
 from enum import Enum
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import (
     Embedder,
+    HashEmbedder,
     default_embedder,
     dimensions_for_new_database,
     embed_checked,
@@ -49,8 +51,10 @@ class ModelContext(Protocol):
 # -- the protocol's types: AutoGen's own when installed, compatible stand-ins otherwise --------
 #
 # This is the only place that decides. Everything below uses these names either way.
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
 try:
-    from autogen_core import CancellationToken, Image
+    from autogen_core import CancellationToken, Component, Image
     from autogen_core.memory import Memory, MemoryContent, MemoryMimeType, MemoryQueryResult, UpdateContextResult
     from autogen_core.models import SystemMessage
 
@@ -60,6 +64,10 @@ except ImportError:
 
     class CancellationToken:  # type: ignore[no-redef]
         """Stand-in for typing: any object with AutoGen's ``is_cancelled()`` and ``link_future()`` works."""
+
+    class Component(Generic[ConfigT]):  # type: ignore[no-redef]
+        """Stand-in for AutoGen's ``Component``: ``_to_config()``/``_from_config()`` work without autogen-core;
+        ``dump_component()``/``load_component()`` are autogen-core's and need it installed."""
 
     class Image:  # type: ignore[no-redef]
         """Stand-in: without autogen_core an image is ``bytes`` with an ``image/*`` mime type, never this."""
@@ -144,13 +152,25 @@ __all__ = [
 # -- ListMemory --------------------------------------------------------------------------------
 
 
-class ListMemory(Memory):
+class ListMemoryConfig(BaseModel):
+    """Configuration of a ``ListMemory`` component (autogen-core's ``ListMemoryConfig``)."""
+
+    name: str | None = None
+    memory_contents: builtins.list[MemoryContent] = Field(default_factory=builtins.list)
+
+
+class ListMemory(Memory, Component[ListMemoryConfig]):
     """Simple chronological list-based memory, as AutoGen's ``ListMemory``.
 
     Contents are kept in a list in the order they were added. ``update_context`` appends
     all of them to the model context as one ``SystemMessage``; ``query`` returns all of them.
-    The list can be read and replaced through the ``content`` property.
+    The list can be read and replaced through the ``content`` property. It is an AutoGen
+    component: ``dump_component()`` writes ``{name, memory_contents}``.
     """
+
+    component_type = "memory"
+    component_provider_override = "memora_pg.autogen.ListMemory"
+    component_config_schema = ListMemoryConfig
 
     def __init__(self, name: str | None = None, memory_contents: builtins.list[MemoryContent] | None = None) -> None:
         self._name = name or "default_list_memory"
@@ -194,6 +214,18 @@ class ListMemory(Memory):
     async def close(self) -> None:
         """Nothing to release."""
 
+    def _to_config(self) -> ListMemoryConfig:
+        return ListMemoryConfig(name=self._name, memory_contents=self._contents)
+
+    @classmethod
+    def _from_config(cls, config: ListMemoryConfig) -> ListMemory:
+        # A dumped mime type is its string; the MemoryMimeType values come back as its members.
+        contents = [
+            c.model_copy(update={"mime_type": _mime_out(c.mime_type)}) if isinstance(c.mime_type, str) else c
+            for c in config.memory_contents
+        ]
+        return cls(name=config.name, memory_contents=contents)
+
 
 # -- PostgresMemory: validation and conversion -------------------------------------------------
 
@@ -222,12 +254,127 @@ def _check_k(value: object) -> int:
     return value
 
 
-def _check_threshold(value: object) -> float | None:
+def _check_threshold(value: object, name: str = "score_threshold") -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
-        raise InvalidInputError(f"`score_threshold` must be None or a number from -1 to 1, not {value!r}.")
+        raise InvalidInputError(f"`{name}` must be None or a number from -1 to 1, not {value!r}.")
     return float(value)
+
+
+def _check_distance(value: object) -> float | None:
+    """``distance_threshold`` (a cosine distance d, 0 to 2) as the score floor 1 - d."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 2.0:
+        raise InvalidInputError(f"`distance_threshold` must be None or a cosine distance from 0 to 2, not {value!r}.")
+    return 1.0 - float(value)
+
+
+def _query_options(kwargs: dict[str, Any], k: int, threshold: float | None) -> tuple[int, float | None]:
+    """``query()``'s keyword arguments: ``k`` (alias ``top_k``, RedisMemory's name) and
+    ``score_threshold`` (or ``distance_threshold``, a cosine distance d meaning score >= 1 - d)."""
+    unknown = sorted(set(kwargs) - {"k", "top_k", "score_threshold", "distance_threshold"})
+    if unknown:
+        raise InvalidInputError(
+            f"query() takes the keyword arguments k (or top_k) and score_threshold (or distance_threshold), "
+            f"not {unknown}."
+        )
+    if "k" in kwargs and "top_k" in kwargs:
+        raise InvalidInputError("Pass `k` or its alias `top_k`, not both.")
+    if "score_threshold" in kwargs and "distance_threshold" in kwargs:
+        raise InvalidInputError("Pass `score_threshold` or `distance_threshold` (score = 1 - distance), not both.")
+    chosen_k = _check_k(kwargs.get("k", kwargs.get("top_k", k)))
+    if "distance_threshold" in kwargs:
+        return chosen_k, _check_distance(kwargs["distance_threshold"])
+    return chosen_k, _check_threshold(kwargs.get("score_threshold", threshold))
+
+
+def embedder_config(embedder: Embedder | None) -> dict[str, Any] | None:
+    """How a component configuration names an embedder (never with an API key); None: the default."""
+    if embedder is None:
+        return None
+    if isinstance(embedder, HashEmbedder):
+        return {"provider": "hash", "dimensions": embedder.dimensions}
+    from memora_pg.embeddings import LocalEmbedder
+
+    if isinstance(embedder, LocalEmbedder):
+        return {"provider": "local", "variant": embedder.variant}
+    if type(embedder).__name__ == "OpenAIEmbedder":
+        from memora_pg.embeddings.openai import OpenAIEmbedder
+
+        if isinstance(embedder, OpenAIEmbedder):
+            return {
+                "provider": "openai",
+                "model": embedder.model,
+                "base_url": embedder.base_url,
+                "dimensions": embedder.dimensions,
+            }
+    raise InvalidInputError(
+        f"A {type(embedder).__name__} cannot be written to a component configuration: only HashEmbedder, "
+        "LocalEmbedder and OpenAIEmbedder can (or none: the default embedder)."
+    )
+
+
+def embedder_from_config(config: Mapping[str, Any] | None) -> Embedder | None:
+    """The embedder :func:`embedder_config` describes (an OpenAI key comes from OPENAI_API_KEY)."""
+    if config is None:
+        return None
+    options = dict(config)
+    provider = options.pop("provider", None)
+    if provider == "hash":
+        return HashEmbedder(**options)
+    if provider == "local":
+        from memora_pg.embeddings import LocalEmbedder
+
+        return LocalEmbedder(**options)
+    if provider == "openai":
+        from memora_pg.embeddings.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(**options)
+    raise InvalidInputError(f"Unknown embedder provider {provider!r}: use 'hash', 'local' or 'openai'.")
+
+
+def _url_without_password(url: str) -> str:
+    """The URL as a configuration may show it: the password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparsable URL is not shown at all
+        return "**********"
+
+
+def _url_for_connecting(url: str) -> str | None:
+    """A configuration's URL: a password dumped as ``***`` (or a fully hidden URL) is left out, so the
+    driver takes it from PGPASSWORD or ~/.pgpass (or the configured URL is used)."""
+    if set(url) == {"*"}:
+        return None
+    parsed = make_url(url)
+    if parsed.password == "***":  # noqa: S105 - the mask dump_component writes, not a password
+        parsed = parsed.set(password=None)
+    return parsed.render_as_string(hide_password=False)
+
+
+class PostgresMemoryConfig(BaseModel):
+    """Configuration of a ``PostgresMemory`` component.
+
+    ``database_url`` is a SecretStr, and is written by ``dump_component()`` with its password
+    replaced by ``***``: a loaded configuration then connects with the password from
+    ``PGPASSWORD`` or ``~/.pgpass``. Without a URL (or when the memory was given an engine) the
+    loaded memory uses the configured URL (``MEMORA_PG_DATABASE_URL``) or the embedded server.
+    """
+
+    name: str
+    database_url: SecretStr | None = None
+    embedder: dict[str, Any] | None = None
+    k: int = 5
+    score_threshold: float | None = None
+    org_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    @field_serializer("database_url")
+    def _hide_password(self, url: SecretStr | None) -> str | None:
+        return None if url is None else _url_without_password(url.get_secret_value())
 
 
 def _mismatch(mime_type: str, kind: str, content: object) -> InvalidInputError:
@@ -353,12 +500,12 @@ async def _cancellable(token: CancellationToken | None, work: Coroutine[Any, Any
 # -- PostgresMemory ------------------------------------------------------------------------------
 
 
-class PostgresMemory(Memory):
+class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     """A persistent, searchable AutoGen memory in memora_pg's database (table ``autogen_contents``).
 
     ``name`` is the namespace. ``database_url`` or ``engine`` (which stays the caller's) or
     neither (the configured URL, else the embedded server) chooses the database; ``settings``
-    the schema and pool. ``setup()`` brings the schema to head; nothing else migrates.
+    the schema and pool. Every method brings the schema to head on first use (``setup()`` does it up front).
 
     Scope: a memory object sees exactly the entries it could have written, those of its
     organization and namespace whose ``user_id`` and ``agent_id`` equal its own, where None
@@ -377,8 +524,22 @@ class PostgresMemory(Memory):
 
     ``query()`` returns the ``k`` most similar entries, best first, each with its cosine
     similarity as ``metadata["score"]`` beside its stored metadata, dropping those under
-    ``score_threshold``; both can be overridden per call (``query(q, k=3, score_threshold=0.5)``).
+    ``score_threshold``; both can be overridden per call (``query(q, k=3, score_threshold=0.5)``),
+    also under the names other AutoGen memories use: ``top_k`` for ``k``, and
+    ``distance_threshold`` (a cosine distance d, kept when score >= 1 - d). An empty or blank
+    query finds nothing.
+
+    First use: every method brings the schema to head the first time it runs (once per object,
+    safe when several processes start at once); ``setup()`` does the same explicitly.
+
+    It is an AutoGen component (``dump_component()``/``load_component()``, see
+    :class:`PostgresMemoryConfig`); the embedder is written as its kind and options (never an
+    API key), and only HashEmbedder, LocalEmbedder, OpenAIEmbedder or the default can be.
     """
+
+    component_type = "memory"
+    component_provider_override = "memora_pg.autogen.PostgresMemory"
+    component_config_schema = PostgresMemoryConfig
 
     def __init__(
         self,
@@ -406,6 +567,7 @@ class PostgresMemory(Memory):
         if engine is not None and not isinstance(engine, AsyncEngine):
             raise InvalidInputError("`engine` must be a SQLAlchemy AsyncEngine.")
         self._db = Database(database_url if database_url is not None else engine, settings=settings or Settings())
+        self._database_url = database_url
         self._scope = autogen_contents.Scope(
             org_id=_optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
             namespace=name,
@@ -455,15 +617,49 @@ class PostgresMemory(Memory):
             self._embedder = default_embedder()
         return self._embedder
 
-    async def setup(self) -> None:
-        """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension."""
-        await self._db.migrate(
-            dimensions_for_new_database(lambda: self.embedder, self._db.settings.embedding_dimensions)
+    def _to_config(self) -> PostgresMemoryConfig:
+        return PostgresMemoryConfig(
+            name=self.name,
+            database_url=SecretStr(self._database_url) if self._database_url is not None else None,
+            embedder=embedder_config(self._embedder),
+            k=self._k,
+            score_threshold=self._score_threshold,
+            org_id=None if self._creates_org else self.org_id,
+            user_id=self.user_id,
+            agent_id=self.agent_id,
         )
+
+    @classmethod
+    def _from_config(cls, config: PostgresMemoryConfig) -> PostgresMemory:
+        url = config.database_url.get_secret_value() if config.database_url is not None else None
+        return cls(
+            config.name,
+            database_url=_url_for_connecting(url) if url is not None else None,
+            embedder=embedder_from_config(config.embedder),
+            k=config.k,
+            score_threshold=config.score_threshold,
+            org_id=config.org_id,
+            user_id=config.user_id,
+            agent_id=config.agent_id,
+        )
+
+    def _new_database_dimensions(self) -> int:
+        return dimensions_for_new_database(lambda: self.embedder, self._db.settings.embedding_dimensions)
+
+    async def setup(self) -> None:
+        """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension.
+
+        Optional: every method does this on first use.
+        """
+        await self._db.migrate(self._new_database_dimensions())
         await self.check_dimensions()
 
     async def check_dimensions(self) -> int:
-        """The database's vector dimension (read once); a different embedder is a ConfigurationError."""
+        """The database's vector dimension (read once); a different embedder is a ConfigurationError.
+
+        The schema is brought to head first if this object has not done so yet.
+        """
+        await self._db.ensure_schema(self._new_database_dimensions)
         return await self._db.check_embedder(self.embedder.dimensions, table="autogen_contents")
 
     async def close(self) -> None:
@@ -479,6 +675,7 @@ class PostgresMemory(Memory):
 
     async def _add(self, entry: autogen_contents.NewContent, text: str | None) -> None:
         embedding = None
+        await self._db.ensure_schema(self._new_database_dimensions)
         if text is not None:
             await self.check_dimensions()
             [embedding] = await embed_checked(self.embedder, [text], query=False)
@@ -514,11 +711,7 @@ class PostgresMemory(Memory):
         ``query`` is a str or a MemoryContent of text, markdown or JSON. Keyword arguments
         ``k`` and ``score_threshold`` override the memory's own for this call.
         """
-        unknown = sorted(set(kwargs) - {"k", "score_threshold"})
-        if unknown:
-            raise InvalidInputError(f"query() takes the keyword arguments k and score_threshold, not {unknown}.")
-        k = _check_k(kwargs.get("k", self._k))
-        threshold = _check_threshold(kwargs.get("score_threshold", self._score_threshold))
+        k, threshold = _query_options(kwargs, self._k, self._score_threshold)
         if isinstance(query, str):
             text = autogen_contents.check_text(query, "The query")
         else:
@@ -527,7 +720,8 @@ class PostgresMemory(Memory):
                 raise InvalidInputError("Only text, markdown and JSON content can be a query.")
             text = embeddable
         if not text.strip():
-            raise InvalidInputError("The query is empty.")
+            # Nothing to look for: no results (AutoGen's memories never fail on an empty query).
+            return MemoryQueryResult(results=[])
         return await _cancellable(cancellation_token, self._query(text, k, threshold))
 
     async def _query(self, text: str, k: int, threshold: float | None) -> MemoryQueryResult:
@@ -570,6 +764,7 @@ class PostgresMemory(Memory):
 
     async def clear(self) -> None:
         """Delete this memory's entries (its namespace and scope only), in one transaction."""
+        await self._db.ensure_schema(self._new_database_dimensions)
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
             if await autogen_contents.clear(conn, scope=self._scope):
                 await self._audit(
@@ -581,6 +776,7 @@ class PostgresMemory(Memory):
     # Last in the class: from here on the name ``list`` is this method, hence ``builtins.list``.
     async def list(self) -> builtins.list[MemoryContent]:
         """Every entry of this memory, searchable or not, oldest first (the only way to read bytes and images)."""
+        await self._db.ensure_schema(self._new_database_dimensions)
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
             found = await autogen_contents.list_all(conn, scope=self._scope)
         return [to_memory_content(entry) for entry in found]

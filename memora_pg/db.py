@@ -199,6 +199,8 @@ class Database:
         self._dimensions: dict[str, int] = {}
         self._text_search: str | None = None
         self._citus: bool | None = None
+        self._ready_lock = asyncio.Lock()
+        self._migrated = False
         self.closed = False
 
     @property
@@ -340,6 +342,27 @@ class Database:
         with deployment_errors(engine):
             await migrations.upgrade(engine, options)
         self._dimensions.clear()
+        self._migrated = True
+
+    async def ensure_schema(self, dimensions: int | Callable[[], int]) -> None:
+        """Bring the schema to head on this object's first use; a new database's vector columns get
+        ``dimensions`` (or what the callable gives, called only when a migration runs).
+
+        The faces call this (through :meth:`ensure_ready`) before their first statement, so every
+        public method works on an empty database without a setup call. This object migrates at most
+        once (a lock serialises its concurrent first calls); several processes starting at once are
+        safe too, as the migration takes an advisory lock and finds the schema at head when it gets it.
+        """
+        if self._migrated:
+            return
+        async with self._ready_lock:
+            if not self._migrated:
+                await self.migrate(dimensions() if callable(dimensions) else dimensions)
+
+    async def ensure_ready(self, dimensions: int | Callable[[], int], *, table: str = "memories") -> int:
+        """:meth:`ensure_schema`, then the embedder's dimension checked against ``table``'s (read once)."""
+        await self.ensure_schema(dimensions)
+        return await self.check_embedder(dimensions() if callable(dimensions) else dimensions, table)
 
     def forget_dimensions(self) -> None:
         """Read the vector columns' dimensions again on next use (after a re-embedding switched them)."""

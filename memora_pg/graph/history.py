@@ -20,11 +20,14 @@ from memora_pg.schema import memory_history
 if TYPE_CHECKING:
     from memora_pg.graph.memories import NewMemory
 
-# The ADD event of each new memory (the statement's ``new_memories`` arm holds the memories).
+# The ADD event of each new memory (the statement's ``new_memories`` arm holds the memories),
+# dated as the memory is (mem0's history gives every event the memory's creation time).
 ADDED = """
 added AS (
-    INSERT INTO {schema}.memory_history (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role)
-    SELECT scope.org_id, given.event_id, given.memory_id, scope.user_id, 'ADD', given.memory, given.actor_id, given.role
+    INSERT INTO {schema}.memory_history
+        (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)
+    SELECT scope.org_id, given.event_id, given.memory_id, scope.user_id, 'ADD', given.memory,
+           given.actor_id, given.role, scope.obtained_at
     FROM scope,
          unnest(CAST(:event_ids AS uuid[]), CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]),
                 CAST(:actor_ids AS text[]), CAST(:roles AS text[]))

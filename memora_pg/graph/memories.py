@@ -190,6 +190,24 @@ async def rewrite(
     return (row.old_memory, row.user_id) if row else None
 
 
+# A memory's new metadata, its text and vectors kept (the mem0-style update without a text).
+SET_METADATA = """
+UPDATE {schema}.memories AS m
+SET metadata = CAST(:metadata AS jsonb)
+WHERE m.org_id = :org_id AND m.memory_id = :memory_id
+RETURNING m.memory AS old_memory, m.user_id
+"""
+
+
+async def set_metadata(
+    conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID, metadata: dict[str, Any]
+) -> tuple[str, str] | None:
+    """Replace a memory's metadata only; (its text, its user id), or None if it is missing."""
+    params = {"org_id": org_id, "memory_id": memory_id, "metadata": json_text(metadata)}
+    row = (await conn.execute(sql(conn, SET_METADATA), params)).one_or_none()
+    return (row.old_memory, row.user_id) if row else None
+
+
 async def delete_one(conn: AsyncConnection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> bool:
     """Delete one memory of the user (its sources and links go with it), repairing its chain."""
     await versions.relink_around(conn, org_id=org_id, user_id=user_id, memory_ids=[memory_id])
@@ -222,6 +240,16 @@ async def delete_where(
     """Delete the organization's memories matching ``where`` (a mem0-style scope), repairing their chains."""
     doomed = await conn.execute(select(memories.c.memory_id).where(memories.c.org_id == org_id, where))
     return await delete_by_ids(conn, org_id=org_id, memory_ids=list(doomed.scalars()))
+
+
+async def metadata_where(
+    conn: AsyncConnection, *, org_id: str, where: ColumnElement[bool]
+) -> dict[uuid.UUID, dict[str, Any]]:
+    """The metadata of the organization's memories matching ``where``, by memory id."""
+    rows = await conn.execute(
+        select(memories.c.memory_id, memories.c.metadata).where(memories.c.org_id == org_id, where)
+    )
+    return {row.memory_id: row.metadata or {} for row in rows}
 
 
 async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> int:

@@ -12,12 +12,12 @@ it opens; all the changes it decides, with their history events, then commit tog
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
+from sqlalchemy import and_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.db import Database
@@ -33,25 +33,32 @@ from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
 from memora_pg.mem0.shapes import (
-    INTERNAL_KEYS,
+    EXPIRATION,
     PROCEDURAL,
-    SESSION_KEYS,
     SIMILAR_PER_FACT,
     Scope,
     actor_of,
-    check_top_k,
+    caller_metadata,
+    check_threshold,
     combined_filters,
+    created_at_of,
     event_of,
     existing_id,
+    expiration_of,
     item_of,
+    json_metadata,
     messages_of,
     new_memory,
     now_iso,
     number_of,
     scope_of,
+    top_k_of,
     with_vector,
 )
 from memora_pg.statements import Statement, run
+
+# update()'s "expiration_date not given" (None clears it, as in mem0).
+_UNSET: Any = object()
 
 
 class _Decision(BaseModel):
@@ -85,8 +92,6 @@ class AsyncMemory:
         self._embedder = embedder
         self._llm = llm
         self._reranker = reranker
-        self._ready_lock = asyncio.Lock()
-        self._ready = False
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
@@ -119,15 +124,9 @@ class AsyncMemory:
         return self._reranker
 
     async def _prepare(self) -> None:
-        """Bring the schema to head once, and check the embedder's dimension against it."""
-        if self._ready:
-            return
-        async with self._ready_lock:
-            if self._ready:
-                return
-            await self._db.migrate(self.embedder.dimensions)
-            await self._db.check_embedder(self.embedder.dimensions)
-            self._ready = True
+        """Before every method's first statement: the schema brought to head on first use (once per
+        object, see ``Database.ensure_ready``) and the embedder's dimension checked against it."""
+        await self._db.ensure_ready(lambda: self.embedder.dimensions)
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         await self._prepare()
@@ -151,38 +150,58 @@ class AsyncMemory:
         infer: bool = True,
         memory_type: str | None = None,
         prompt: str | None = None,
+        expiration_date: Any = None,
     ) -> dict[str, Any]:
-        """Remember ``messages``: facts chosen by the language model (``infer=True``) or the messages as given."""
+        """Remember ``messages``: facts chosen by the language model (``infer=True``) or the messages as given.
+
+        ``metadata["created_at"]`` (an ISO 8601 timestamp) dates the new memories; identity keys
+        in ``metadata`` (user_id, agent_id, run_id, actor_id) are ignored with a warning, as in
+        mem0. ``expiration_date`` (a date, datetime or YYYY-MM-DD string) is kept in the
+        memories' metadata; once it is past (UTC) they are hidden from search and get_all.
+        """
         scope = scope_of(user_id, agent_id, run_id)
         if metadata is not None and not isinstance(metadata, dict):
             raise DuragValidationError("metadata must be a dict.")
         if memory_type not in (None, PROCEDURAL):
             raise DuragValidationError(f"memory_type must be None or {PROCEDURAL!r}, not {memory_type!r}.")
         conversation = messages_of(messages)
-        base = {k: v for k, v in (metadata or {}).items() if k not in (*SESSION_KEYS, *INTERNAL_KEYS)}
+        base = caller_metadata(metadata, {}, "add()")
+        stamp = (metadata or {}).get("created_at")
+        at = created_at_of(stamp) if stamp is not None else datetime.now(timezone.utc)
+        expiration = expiration_of(expiration_date)
+        if expiration is not None:
+            base[EXPIRATION] = expiration
         if scope.run_id:
             base["run_id"] = scope.run_id
+        json_metadata(base)
         if memory_type == PROCEDURAL:
             if not scope.agent_id:
                 raise DuragValidationError("A procedural memory needs an agent_id.")
-            return await self._add_procedural(conversation, scope, base, prompt)
+            return await self._add_procedural(conversation, scope, base, prompt, at)
         if not infer:
-            return await self._add_raw(conversation, scope, base)
-        return await self._add_inferred(conversation, scope, base, prompt)
+            return await self._add_raw(conversation, scope, base, at)
+        return await self._add_inferred(conversation, scope, base, prompt, at)
 
-    async def _add_raw(self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any]) -> dict[str, Any]:
+    async def _add_raw(
+        self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any], at: datetime
+    ) -> dict[str, Any]:
         kept = [m for m in conversation if m.get("role") != "system" and m.get("content")]
         items = [new_memory(m["content"], {**base, "role": m.get("role", "user"), **actor_of(m)}) for m in kept]
         vectors = await self._embed([item.text for item in items], query=False)
         items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
-        results = [event_of(item, "ADD") for item in items]
+        results = [event_of(item, "ADD", raw=True) for item in items]
         await self._db.execute_one(
-            self._new(scope, items, self._audited("add", scope.user_id, results)), org_id=self.org_id
+            self._new(scope, items, self._audited("add", scope.user_id, results), at), org_id=self.org_id
         )
         return {"results": results}
 
     async def _add_procedural(
-        self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any], prompt: str | None
+        self,
+        conversation: list[dict[str, str]],
+        scope: Scope,
+        base: dict[str, Any],
+        prompt: str | None,
+        at: datetime,
     ) -> dict[str, Any]:
         summary = await self.llm.complete(
             [
@@ -199,12 +218,17 @@ class AsyncMemory:
         item = with_vector(item, vector)
         results = [event_of(item, "ADD")]
         await self._db.execute_one(
-            self._new(scope, [item], self._audited("add", scope.user_id, results)), org_id=self.org_id
+            self._new(scope, [item], self._audited("add", scope.user_id, results), at), org_id=self.org_id
         )
         return {"results": results}
 
     async def _add_inferred(
-        self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any], prompt: str | None
+        self,
+        conversation: list[dict[str, str]],
+        scope: Scope,
+        base: dict[str, Any],
+        prompt: str | None,
+        at: datetime,
     ) -> dict[str, Any]:
         system = prompt or self.config.custom_fact_extraction_prompt or self.config.custom_instructions
         answer = await self.llm.complete_json(
@@ -284,7 +308,7 @@ class AsyncMemory:
         results: list[dict[str, Any]] = []
         async with self._db.transaction(org_id=self.org_id) as conn:
             if additions:
-                await run(conn, self._new(scope, additions, None))
+                await run(conn, self._new(scope, additions, None, at))
             results += [event_of(item, "ADD") for item in additions]
             events: list[history.Event] = []
             for (row, new_text), vector in zip(updates, update_vectors, strict=True):
@@ -299,29 +323,35 @@ class AsyncMemory:
                 )
                 if changed is None:
                     raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
-                events.append(history.Event(row["memory_id"], changed[1], "UPDATE", changed[0], new_text))
+                events.append(
+                    history.Event(row["memory_id"], changed[1], "UPDATE", changed[0], new_text, *_session(meta))
+                )
                 results.append(
                     {"id": str(row["memory_id"]), "memory": new_text, "event": "UPDATE", "previous_memory": changed[0]}
                 )
             gone = await memories.delete_by_ids(
                 conn, org_id=self.org_id, memory_ids=[r["memory_id"] for r in deletions]
             )
-            events += [history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone]
+            deleted_metadata = {r["memory_id"]: r["metadata"] for r in deletions}
+            events += [
+                history.Event(memory_id, user, "DELETE", old, None, *_session(deleted_metadata.get(memory_id)))
+                for memory_id, user, old in gone
+            ]
             results += [{"id": str(memory_id), "memory": old, "event": "DELETE"} for memory_id, _, old in gone]
             await history.record(conn, org_id=self.org_id, events=events)
             if results:
                 await self._audit(conn, "add", scope.user_id if additions else None, results)
         return {"results": results}
 
-    def _new(self, scope: Scope, items: Sequence[NewMemory], audited: audit.Entry | None) -> Statement:
-        """The statement writing new memories of the scope with their ADD events, the collection and user
-        rows they need, and the call's audit row when ``audited`` is given."""
+    def _new(self, scope: Scope, items: Sequence[NewMemory], audited: audit.Entry | None, at: datetime) -> Statement:
+        """The statement writing new memories of the scope, created ``at``, with their ADD events, the
+        collection and user rows they need, and the call's audit row when ``audited`` is given."""
         return saves.add(
             org_id=self.org_id,
             collection=self.collection,
             user_id=scope.user_id,
             agent_id=scope.agent_id,
-            at=datetime.now(timezone.utc),
+            at=at,
             items=items,
             audited=audited,
         )
@@ -348,22 +378,33 @@ class AsyncMemory:
         self,
         query: str,
         *,
-        top_k: int = 20,
+        top_k: int | None = None,
         filters: dict[str, Any] | None = None,
         threshold: float | None = 0.1,
         rerank: bool = False,
+        show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """The ``top_k`` memories most similar to ``query`` under ``filters``; score = cosine similarity."""
+        """The ``top_k`` (default 20) memories most similar to ``query`` under ``filters``, best first.
+
+        ``threshold`` (0 to 1) is the lowest score kept; 0 or None keeps every hit. ``limit=`` is
+        accepted for ``top_k`` and top-level ``user_id=``/``agent_id=``/``run_id=`` are folded into
+        the filters (autogen-ext's Mem0Memory sends both). Expired memories are left out unless
+        ``show_expired``.
+        """
         if not isinstance(query, str) or not query.strip():
             raise DuragValidationError("query must be a non-empty string.")
         check.no_nul(query, "queries")
+        top_k = top_k_of(top_k, kwargs)
+        threshold = check_threshold(threshold)
         combined, where = combined_filters(filters, kwargs)
-        check_top_k(top_k)
-        if threshold is not None and not isinstance(threshold, int | float):
-            raise DuragValidationError("threshold must be a number.")
+        if not show_expired:
+            where = and_(where, filter_language.unexpired(_today()))
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
+        if top_k == 0:
+            await self._prepare()
+            return {"results": []}
         (vector,) = await self._embed([query], query=True)
         (hits,) = await search.find(
             self._db,
@@ -380,10 +421,11 @@ class AsyncMemory:
         if rerank and found and self.reranker is not None:
             scores = await self.reranker.scores(query, [row["memory"] for row, _ in found])
             found = sorted(((row, s) for (row, _), s in zip(found, scores, strict=True)), key=lambda pair: -pair[1])
-        return {"results": [item_of(row, score) for row, score in found]}
+        return {"results": [item_of(row, "search", score) for row, score in found]}
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         """The memory, or None when no memory of this collection has that id."""
+        await self._prepare()
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return None
@@ -391,21 +433,43 @@ class AsyncMemory:
             row = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
         return item_of(row) if row else None
 
-    async def get_all(self, *, filters: dict[str, Any] | None = None, top_k: int = 20, **kwargs: Any) -> dict[str, Any]:
-        """Up to ``top_k`` memories matching ``filters``, newest first."""
+    async def get_all(
+        self,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        show_expired: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Up to ``top_k`` (default 20) memories matching ``filters``, newest first; expired ones
+        only with ``show_expired``."""
+        top_k = top_k_of(top_k, kwargs)
         _, where = combined_filters(filters, kwargs)
-        check_top_k(top_k)
+        if not show_expired:
+            where = and_(where, filter_language.unexpired(_today()))
+        await self._prepare()
+        if top_k == 0:
+            return {"results": []}
         async with self._db.transaction(org_id=self.org_id) as conn:
             rows = await memories.newest(conn, org_id=self.org_id, where=where, limit=top_k)
-        return {"results": [item_of(row) for row in rows]}
+        return {"results": [item_of(row, "list") for row in rows]}
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after."""
+        """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after.
+
+        As in mem0, every event's ``created_at`` is the memory's creation time and ``updated_at``
+        the time of the event (the creation time for the ADD).
+        """
+        await self._prepare()
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return []
         async with self._db.transaction(org_id=self.org_id) as conn:
             events = await history.for_memory(conn, org_id=self.org_id, memory_id=parsed)
+            created = next((e["created_at"] for e in events if e["event"] == "ADD"), None)
+            if created is None and events:
+                row = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
+                created = row["obtained_at"] if row else None
         return [
             {
                 "id": str(e["event_id"]),
@@ -413,8 +477,10 @@ class AsyncMemory:
                 "old_memory": e["old_memory"],
                 "new_memory": e["new_memory"],
                 "event": e["event"],
-                "created_at": e["created_at"].isoformat(),
-                "updated_at": None,
+                "created_at": (created or e["created_at"]).isoformat(),
+                "updated_at": (created or e["created_at"]).isoformat()
+                if e["event"] == "ADD"
+                else e["created_at"].isoformat(),
                 "is_deleted": e["is_deleted"],
                 "actor_id": e["actor_id"],
                 "role": e["role"],
@@ -424,47 +490,78 @@ class AsyncMemory:
 
     # -- changing ------------------------------------------------------------------------------
 
-    async def update(self, memory_id: str, data: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Replace the memory's text (and its metadata, when given); the id stays the same."""
-        check.memory_text(data)
+    async def update(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expiration_date: Any = _UNSET,
+        data: str | None = None,
+    ) -> dict[str, Any]:
+        """Change the memory's text and/or merge ``metadata`` into its metadata; the id stays the same.
+
+        As mem0 2.x: ``data`` is the old name of ``text``; identity keys in ``metadata`` are
+        ignored; ``expiration_date`` sets (None: clears) the expiration date.
+        """
+        if text is None:
+            text = data
+        if text is None and metadata is None and expiration_date is _UNSET:
+            raise DuragValidationError("At least one of text, metadata, or expiration_date must be provided.")
+        if text is not None:
+            check.memory_text(text)
         if metadata is not None and not isinstance(metadata, dict):
             raise DuragValidationError("metadata must be a dict.")
+        changes = dict(metadata or {})
+        if expiration_date is not _UNSET:
+            changes[EXPIRATION] = expiration_of(expiration_date)
         parsed = existing_id(memory_id)
-        (vector,) = await self._embed([data], query=False)
+        await self._prepare()
+        vector = (await self._embed([text], query=False))[0] if text is not None else None
         missing = MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
         async with self._db.transaction(org_id=self.org_id) as conn:
             # Locked as it is read: a concurrent delete cannot slip in before the rewrite below.
             current = await memories.lock_metadata(conn, org_id=self.org_id, memory_id=parsed)
             if current is None:
                 raise missing
-            kept = {k: v for k, v in current.items() if k in SESSION_KEYS}
-            given = current if metadata is None else {k: v for k, v in metadata.items() if k not in INTERNAL_KEYS}
-            changed = await memories.rewrite(
-                conn,
-                org_id=self.org_id,
-                memory_id=parsed,
-                text=data,
-                embedding=vector,
-                metadata={**given, **kept, "updated_at": now_iso()},
+            merged = json_metadata(
+                {**current, **caller_metadata(changes, current, "update()"), "updated_at": now_iso()}
             )
+            if text is None or vector is None:
+                changed = await memories.set_metadata(conn, org_id=self.org_id, memory_id=parsed, metadata=merged)
+                new_text = changed[0] if changed else ""
+            else:
+                changed = await memories.rewrite(
+                    conn,
+                    org_id=self.org_id,
+                    memory_id=parsed,
+                    text=text,
+                    embedding=vector,
+                    metadata=merged,
+                )
+                new_text = text
             if changed is None:
                 raise missing
             await history.record(
-                conn, org_id=self.org_id, events=[history.Event(parsed, changed[1], "UPDATE", changed[0], data)]
+                conn,
+                org_id=self.org_id,
+                events=[history.Event(parsed, changed[1], "UPDATE", changed[0], new_text, *_session(merged))],
             )
             await self._audit(conn, "update", changed[1], [{"id": str(parsed), "event": "UPDATE"}])
         return {"message": "Memory updated successfully!"}
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
         parsed = existing_id(memory_id)
+        await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
+            found = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
             gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=[parsed])
             if not gone:
                 raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+            session = _session(found["metadata"] if found else None)
             await history.record(
                 conn,
                 org_id=self.org_id,
-                events=[history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone],
+                events=[history.Event(memory_id, user, "DELETE", old, None, *session) for memory_id, user, old in gone],
             )
             await self._audit(conn, "delete", gone[0][1], [{"id": str(parsed), "event": "DELETE"}])
         return {"message": "Memory deleted successfully!"}
@@ -473,18 +570,23 @@ class AsyncMemory:
         self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> dict[str, Any]:
         """Delete every memory of the given user, agent and/or run (at least one is required)."""
-        if not (user_id or agent_id or run_id):
+        if user_id is None and agent_id is None and run_id is None:
             raise DuragValidationError(
                 "At least one filter is required to delete all memories. "
                 "If you want to delete all memories, use the `reset()` method."
             )
         scope = scope_of(user_id, agent_id, run_id)
+        await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
-            gone = await memories.delete_where(conn, org_id=self.org_id, where=scope.where())
+            doomed = await memories.metadata_where(conn, org_id=self.org_id, where=scope.where())
+            gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=list(doomed))
             await history.record(
                 conn,
                 org_id=self.org_id,
-                events=[history.Event(memory_id, user, "DELETE", old, None) for memory_id, user, old in gone],
+                events=[
+                    history.Event(memory_id, user, "DELETE", old, None, *_session(doomed.get(memory_id)))
+                    for memory_id, user, old in gone
+                ],
             )
             if gone:
                 deleted = [{"id": str(memory_id), "event": "DELETE"} for memory_id, _, _ in gone]
@@ -493,5 +595,18 @@ class AsyncMemory:
 
     async def reset(self) -> None:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
+        await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
             await orgs.delete(conn, org_id=self.org_id)
+
+
+def _today() -> str:
+    """Today's date in UTC (YYYY-MM-DD): memories whose expiration_date is earlier are expired."""
+    return datetime.now(timezone.utc).date().isoformat()
+
+
+def _session(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The actor_id and role a history event of the memory carries (mem0 keeps them on every event)."""
+    metadata = metadata or {}
+    actor, role = metadata.get("actor_id"), metadata.get("role")
+    return (actor if isinstance(actor, str) else None, role if isinstance(role, str) else None)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any
+from datetime import date, datetime, timezone
+from typing import Any, Literal
 
 from sqlalchemy import ColumnElement
 
@@ -22,9 +23,17 @@ NO_AGENT = ""
 PROCEDURAL = "procedural_memory"
 # Keys mem0 keeps beside the metadata in its payload; here they live in the metadata column.
 SESSION_KEYS = ("run_id", "actor_id", "role")
-INTERNAL_KEYS = ("updated_at", "hash", "data", "created_at")
+# What mem0 promotes out of the payload to the top level of a returned memory (besides the
+# user and agent, which are columns here).
+EXPIRATION = "expiration_date"
+PROMOTED_KEYS = (*SESSION_KEYS, EXPIRATION)
+INTERNAL_KEYS = ("updated_at", "hash", "data", "created_at", "text_lemmatized", "attributed_to")
+# Identity keys a caller's metadata cannot set: the entity parameters decide the scope (mem0).
+IDENTITY_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
 SIMILAR_PER_FACT = 5
 MAX_TOP_K = 1000
+
+logger = logging.getLogger("memora_pg.mem0")
 
 
 @dataclass(frozen=True)
@@ -44,14 +53,25 @@ def now_iso() -> str:
 
 
 def optional_id(name: str, value: object) -> str:
-    if value is None or value == "":
+    """An entity id as mem0 2.x takes it: an int becomes its str, the rest is trimmed; empty,
+    whitespace-only and inner-whitespace ids are DuragValidationError. None is "not given" ('')."""
+    if value is None:
         return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
     if not isinstance(value, str):
-        raise DuragValidationError(f"{name} must be a string.")
-    check.no_nul(value, name)
-    if len(value) > check.MAX_NAME_LENGTH:
+        raise DuragValidationError(f"{name} must be a string (or an int), not {type(value).__name__}.")
+    trimmed = value.strip()
+    if not trimmed:
+        raise DuragValidationError(f"Invalid {name}: cannot be empty or whitespace-only. Provide a valid identifier.")
+    if any(c.isspace() for c in trimmed):
+        raise DuragValidationError(
+            f"Invalid {name}: cannot contain whitespace. Provide a valid identifier without spaces."
+        )
+    check.no_nul(trimmed, name)
+    if len(trimmed) > check.MAX_NAME_LENGTH:
         raise DuragValidationError(f"{name} is limited to {check.MAX_NAME_LENGTH} characters.")
-    return value
+    return trimmed
 
 
 def scope_of(user_id: object, agent_id: object, run_id: object) -> Scope:
@@ -73,20 +93,94 @@ def combined_filters(
     if filters is not None and not isinstance(filters, dict):
         raise DuragValidationError("filters must be a dict.")
     combined = dict(filters or {})
+    # A deliberate difference from mem0 2.x (which raises): autogen-ext's Mem0Memory passes user_id=.
     for key in ("user_id", "agent_id", "run_id"):
-        if kwargs.get(key):
+        if kwargs.get(key) is not None:
             combined[key] = kwargs.pop(key)
-    if "limit" in kwargs:
-        raise DuragValidationError("Use top_k instead of limit.")
+    # Entity ids in the filters are trimmed and checked as mem0 does (an int becomes its str).
+    for key in ("user_id", "agent_id", "run_id"):
+        value = combined.get(key)
+        if value is not None and value != filter_language.WILDCARD and not isinstance(value, dict | list):
+            combined[key] = optional_id(key, value)
     where = filter_language.compile_filters(combined)
     if not filter_language.pinned_ids(combined):
         raise DuragValidationError("filters must contain at least one of 'user_id', 'agent_id' or 'run_id'.")
     return combined, where
 
 
-def check_top_k(top_k: object) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 < top_k <= MAX_TOP_K:
-        raise DuragValidationError(f"top_k must be an integer from 1 to {MAX_TOP_K}.")
+def check_top_k(top_k: object) -> int:
+    """``top_k`` as mem0 takes it: an integer from 0 (no results) to MAX_TOP_K."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= MAX_TOP_K:
+        raise DuragValidationError(f"top_k must be an integer from 0 to {MAX_TOP_K}, not {top_k!r}.")
+    return top_k
+
+
+def top_k_of(top_k: object, kwargs: dict[str, Any], default: int = 20) -> int:
+    """``top_k``, or ``limit=`` (autogen-ext's Mem0Memory's name for it) when only that is given."""
+    limit = kwargs.pop("limit", None)
+    if limit is not None and top_k is not None and limit != top_k:
+        raise DuragValidationError("Pass top_k or its alias limit, not both.")
+    chosen = top_k if top_k is not None else limit
+    return check_top_k(default if chosen is None else chosen)
+
+
+def check_threshold(threshold: object) -> float | None:
+    """The score floor: a number from 0 to 1 as mem0 takes it; 0 and None mean no floor."""
+    if threshold is None:
+        return None
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise DuragValidationError("threshold must be a valid number")
+    if not 0 <= threshold <= 1:
+        raise DuragValidationError(f"Invalid threshold: {threshold}. Must be between 0 and 1 (inclusive).")
+    return float(threshold) or None
+
+
+def expiration_of(value: object) -> str | None:
+    """An ``expiration_date`` as mem0 keeps it: YYYY-MM-DD from a date, a datetime or an ISO date string."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError as error:
+            raise DuragValidationError("expiration_date must be a valid date in YYYY-MM-DD format.") from error
+    raise DuragValidationError("expiration_date must be a date string in YYYY-MM-DD format.")
+
+
+def created_at_of(value: object) -> datetime:
+    """A caller's ``metadata["created_at"]`` as the memory's creation time (an ISO 8601 timestamp,
+    UTC when it names no zone)."""
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError as error:
+            raise DuragValidationError(
+                f"metadata['created_at'] must be an ISO 8601 timestamp, not {value!r}."
+            ) from error
+    else:
+        raise DuragValidationError("metadata['created_at'] must be an ISO 8601 timestamp string.")
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
+def caller_metadata(metadata: dict[str, Any] | None, existing: dict[str, Any], context: str) -> dict[str, Any]:
+    """The caller's metadata without identity keys (a warning for each changed one, as mem0 does)
+    and without the keys this API sets itself."""
+    clean: dict[str, Any] = {}
+    for key, value in (metadata or {}).items():
+        if key in IDENTITY_KEYS:
+            if value != existing.get(key):
+                logger.warning(
+                    "%s: ignoring metadata[%r] - identity fields cannot be set through metadata", context, key
+                )
+        elif key not in (*INTERNAL_KEYS, "role"):
+            clean[key] = value
+    return clean
 
 
 def messages_of(messages: object) -> list[dict[str, str]]:
@@ -131,11 +225,17 @@ def with_vector(item: NewMemory, vector: list[float]) -> NewMemory:
     return NewMemory(memory_id=item.memory_id, text=item.text, positions=(), embedding=vector, metadata=item.metadata)
 
 
-def event_of(item: NewMemory, event: str) -> dict[str, Any]:
+def event_of(item: NewMemory, event: str, *, raw: bool = False) -> dict[str, Any]:
+    """An add result; ``raw`` (infer=False) ones always carry actor_id (None without a name) and role, as mem0's."""
     result: dict[str, Any] = {"id": str(item.memory_id), "memory": item.text, "event": event}
+    metadata = item.metadata or {}
+    if raw:
+        result["actor_id"] = metadata.get("actor_id") or None
+        result["role"] = metadata.get("role")
+        return result
     for key in ("actor_id", "role"):
-        if (item.metadata or {}).get(key):
-            result[key] = (item.metadata or {})[key]
+        if metadata.get(key):
+            result[key] = metadata[key]
     return result
 
 
@@ -153,24 +253,31 @@ def existing_id(memory_id: object) -> uuid.UUID:
     return parsed
 
 
-def item_of(row: dict[str, Any], score: float | None = None) -> dict[str, Any]:
-    """A memory as mem0 returns it: session ids promoted out of the metadata, times as ISO strings."""
+def item_of(
+    row: dict[str, Any], kind: Literal["get", "list", "search"] = "get", score: float | None = None
+) -> dict[str, Any]:
+    """A memory as mem0 2.x returns it from ``get`` (with ``score: None``), ``get_all`` (no score)
+    or ``search``: session ids and the expiration date promoted out of the metadata, the rest
+    of the metadata under ``metadata`` (None when there is none), times as ISO strings, and
+    ``updated_at`` equal to ``created_at`` until the memory changes."""
     stored = dict(row["metadata"] or {})
+    created = row["obtained_at"].isoformat()
+    extra = {k: v for k, v in stored.items() if k not in (*PROMOTED_KEYS, *INTERNAL_KEYS)}
     item: dict[str, Any] = {
         "id": str(row["memory_id"]),
         "memory": row["memory"],
         "hash": hashlib.md5(row["memory"].encode(), usedforsecurity=False).hexdigest(),
-        "metadata": {k: v for k, v in stored.items() if k not in (*SESSION_KEYS, *INTERNAL_KEYS)},
-        "created_at": row["obtained_at"].isoformat(),
-        "updated_at": stored.get("updated_at"),
+        "metadata": extra or None,
+        "created_at": created,
+        "updated_at": stored.get("updated_at") or created,
     }
-    if score is not None:
+    if kind != "list":
         item["score"] = score
     if row["user_id"]:
         item["user_id"] = row["user_id"]
     if row["agent_id"]:
         item["agent_id"] = row["agent_id"]
-    for key in SESSION_KEYS:
-        if stored.get(key) is not None:
+    for key in PROMOTED_KEYS:
+        if key in stored:
             item[key] = stored[key]
     return item

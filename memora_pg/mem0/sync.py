@@ -58,8 +58,9 @@ class Memory:
     def get_all(self, **kwargs: Any) -> dict[str, Any]:
         return self._run(self._async.get_all(**kwargs))
 
-    def update(self, memory_id: str, data: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self._run(self._async.update(memory_id, data, metadata))
+    def update(self, memory_id: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """``AsyncMemory.update``: ``(memory_id, text=None, metadata=None, expiration_date=..., data=None)``."""
+        return self._run(self._async.update(memory_id, *args, **kwargs))
 
     def delete(self, memory_id: str) -> dict[str, Any]:
         return self._run(self._async.delete(memory_id))

@@ -73,10 +73,6 @@ def test_list_memory_config_shape() -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="memora_pg's ListMemory is no Component (no component_config_schema/_to_config/_from_config): dump_component raises; autogen-core's dumps {name, memory_contents} and load_component rebuilds it",
-)
 def test_list_memory_round_trip() -> None:
     """dump_component()/load_component() of memora_pg's ListMemory gives back its name and contents."""
     memory = ListMemory(name="notes", memory_contents=[TEA])
@@ -85,10 +81,6 @@ def test_list_memory_round_trip() -> None:
     assert loaded.content == [TEA]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PostgresMemory is no Component: dump_component raises (no component_config_schema, _to_config, provider)",
-)
 async def test_postgres_memory_round_trip_hides_password(pg_memory: PostgresMemory) -> None:
     """PostgresMemory dumps and loads back; a password in its URL is not dumped in clear (SecretStr)."""
     memory = PostgresMemory("diff", database_url="postgresql://u:s3cret@127.0.0.1:1/db", embedder=HashEmbedder(DIMS))
@@ -111,10 +103,6 @@ def test_agent_round_trip_with_core_list_memory() -> None:
     assert loaded.name == "assistant"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an agent holding memora_pg's ListMemory or PostgresMemory cannot be dumped: the agent's _to_config calls memory.dump_component(), which raises",
-)
 def test_agent_round_trip_with_memora_memory() -> None:
     """An AssistantAgent holding memora_pg's ListMemory dumps and loads back."""
     agent = AssistantAgent(
@@ -131,10 +119,6 @@ async def test_core_list_memory_query_empty() -> None:
     assert (await memory.query("")).results == [TEA]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PostgresMemory.query('') raises InvalidInputError ('The query is empty'); it should return no results",
-)
 async def test_postgres_query_empty_returns_nothing(pg_memory: PostgresMemory) -> None:
     """query('') of a vector memory returns an empty result, never an error."""
     await pg_memory.add(TEA)
@@ -148,10 +132,6 @@ async def test_zero_vector_score_not_nan(pg_memory: PostgresMemory) -> None:
     assert all(not math.isnan(c.metadata["score"]) and c.metadata["score"] >= 0.5 for c in found)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PostgresMemory.query takes only k/score_threshold; autogen-ext's RedisMemory names them top_k/distance_threshold (Mem0Memory: limit) and memora_pg raises InvalidInputError for them",
-)
 async def test_query_aliases(pg_memory: PostgresMemory) -> None:
     """query(top_k=1) and query(distance_threshold=...) are accepted as the other AutoGen memories name them."""
     await pg_memory.add(TEA)
@@ -190,10 +170,6 @@ async def test_mem0memory_on_real_mem0_finds_nothing(
     memory._client.vector_store.delete_col()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Mem0Memory calls search(query, user_id=..., limit=...): memora_pg raises 'Use top_k instead of limit' (swallowed: no results); limit should be accepted as top_k",
-)
 async def test_mem0memory_on_memora_pg(
     monkeypatch: pytest.MonkeyPatch, two_databases: tuple[str, str], collection: str, fake_openai: FakeOpenAIServer
 ) -> None:

@@ -76,7 +76,7 @@ async def test_add_without_inference_stores_each_message(memory: AsyncMemory) ->
     assert (item["user_id"], item["agent_id"], item["run_id"], item["actor_id"]) == ("jake", "coach", "run-1", "jake")
     assert item["metadata"] == {"topic": "drinks"}
     assert item["created_at"].endswith("+00:00")
-    assert item["updated_at"] is None
+    assert item["updated_at"] == item["created_at"]  # as mem0: equal until the memory changes
     assert len(item["hash"]) == 32
     history = await memory.history(item["id"])
     assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [("ADD", None, "I like green tea")]
@@ -251,8 +251,11 @@ async def test_search_scores_threshold_and_filters(memory: AsyncMemory) -> None:
         await memory.search("tea", filters={"kind": "drink"})
     with pytest.raises(DuragValidationError):
         await memory.search("tea", filters={"user_id": "jake", "kind": {"regex": "d.*"}})
+    assert await memory.search("tea", filters={"user_id": "jake"}, top_k=0) == {"results": []}
     with pytest.raises(DuragValidationError):
-        await memory.search("tea", filters={"user_id": "jake"}, top_k=0)
+        await memory.search("tea", filters={"user_id": "jake"}, top_k=-1)
+    with pytest.raises(DuragValidationError):
+        await memory.search("tea", filters={"user_id": "jake"}, threshold=1.5)
 
 
 async def test_full_top_k_under_a_selective_filter(memory: AsyncMemory) -> None:
@@ -307,7 +310,7 @@ async def test_hybrid_search_fuses_full_text(database_url: str, llm: FakeOpenAIS
 
 
 async def test_update_keeps_the_id_and_delete_and_delete_all(memory: AsyncMemory) -> None:
-    """update keeps the id (metadata replaced only when given); delete and delete_all leave history."""
+    """update keeps the id (metadata merged, as mem0 2.x does); delete and delete_all leave history."""
     (added,) = (await memory.add("likes tennis", user_id="jake", metadata={"a": 1}, infer=False))["results"]
     assert await memory.update(added["id"], "likes padel") == {"message": "Memory updated successfully!"}
     item = await memory.get(added["id"])
@@ -316,7 +319,7 @@ async def test_update_keeps_the_id_and_delete_and_delete_all(memory: AsyncMemory
     await memory.update(added["id"], "likes squash", metadata={"b": 2})
     item = await memory.get(added["id"])
     assert item is not None
-    assert item["metadata"] == {"b": 2}
+    assert item["metadata"] == {"a": 1, "b": 2}
     with pytest.raises(MemoryNotFoundError):
         await memory.update(str(uuid.uuid4()), "x")
     with pytest.raises(ValueError):  # noqa: PT011 - mem0 raises ValueError for a bad id
