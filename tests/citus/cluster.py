@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 
 SYSTEM_USER = "pgserver"
 SUPERUSER = "postgres"
@@ -112,8 +112,9 @@ class Cluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def _as_user() -> dict[str, object]:
-    return {"user": SYSTEM_USER} if os.geteuid() == 0 else {}
+def _as_user() -> str | None:
+    """PostgreSQL refuses to run as root: as root, its programs run as the unprivileged user."""
+    return SYSTEM_USER if os.geteuid() == 0 else None
 
 
 def _run(bin_path: Path, command: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -123,7 +124,7 @@ def _run(bin_path: Path, command: str, *args: str, check: bool = True) -> subpro
         capture_output=True,
         text=True,
         timeout=120,
-        **_as_user(),  # type: ignore[arg-type]
+        user=_as_user(),
     )
 
 

@@ -48,7 +48,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectRep
     reason = _skip_reason()
     if reason is None:
         return None
-    return pytest.CollectReport(collector.nodeid, "skipped", (str(HERE), None, f"Skipped: {reason}"), [])
+    return pytest.CollectReport(collector.nodeid, "skipped", (str(HERE), 0, f"Skipped: {reason}"), [])
 
 
 async def migrate_and_distribute(url: str, schema: str = SCHEMA) -> None:

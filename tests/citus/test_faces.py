@@ -89,7 +89,7 @@ def llm() -> Iterator[FakeOpenAIServer]:
 @pytest.fixture
 async def mem0s(database_url: str, llm: FakeOpenAIServer) -> AsyncIterator[list[AsyncMemory]]:
     """One AsyncMemory per organization (a collection is an organization)."""
-    stores = []
+    stores: list[AsyncMemory] = []
     for i in range(ORGS):
         config = {
             "vector_store": {
@@ -233,7 +233,7 @@ async def test_autogen_update_context(notes: list[PostgresMemory]) -> None:
         await memory.add(_text("prefers formal language"))
         context = ModelContext()
         context.messages.append({"role": "user", "content": "formal language please"})
-        result = await memory.update_context(context)  # type: ignore[arg-type]
+        result = await memory.update_context(context)  # type: ignore[arg-type,unused-ignore]
         assert result.memories.results
 
 

@@ -142,6 +142,10 @@ def _three(m: Any) -> None:
         add_raw(m, text)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="deliberate (docs/migrating.md): memora_pg scores with its hybrid ranking (cosine rescaled from the embedder's unrelated level, fused with BM25 and neighbours, in [0, 1]); mem0 2.2 scores max(0, cosine), blended with a keyword rank only when every query word matches",
+)
 def test_search_scores_semantic_only(both: tuple[Any, Any]) -> None:
     """With no memory holding every query word (no full-text hit) mem0's score is 1 - cosine distance, as ours."""
 
@@ -153,18 +157,34 @@ def test_search_scores_semantic_only(both: tuple[Any, Any]) -> None:
 
 
 def test_search_item_shape(both: tuple[Any, Any]) -> None:
-    """A search result item without metadata: the same dict."""
+    """A search result item without metadata: the same dict, its score (each side's own ranking) in [0, 1]."""
 
     def call(m: Any) -> Any:
         add_raw(m, "I like green tea")
-        return m.search("tea coffee", filters=U, threshold=0)
+        found = m.search("tea coffee", filters=U, threshold=0)
+        for item in found["results"]:
+            assert 0 <= item.pop("score") <= 1
+        return found
+
+    same(both, call)
+
+
+def test_search_keeps_every_match_at_threshold_zero(both: tuple[Any, Any]) -> None:
+    """threshold=0 keeps every memory of the scope, even those pointing away from the query, scored in [0, 1]."""
+
+    def call(m: Any) -> Any:
+        for text in ("five", "seven-and-half", "one", "bare", "ten-as-text"):
+            add_raw(m, text)
+        found = m.search("fruit", filters=U, threshold=0)["results"]
+        assert all(0 <= r["score"] <= 1 for r in found)
+        return sorted(r["memory"] for r in found)
 
     same(both, call)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="mem0 2.x scores hybrid: when its full-text search (ts_rank_cd, 'simple') matches, score = (cosine + sigmoid(rank)) / 2; memora_pg returns the cosine similarity",
+    reason="deliberate (docs/migrating.md): memora_pg scores with its hybrid ranking (cosine rescaled from the embedder's unrelated level, fused with BM25 and neighbours, in [0, 1]); mem0 2.2 scores max(0, cosine), blended with a keyword rank only when every query word matches",
 )
 def test_search_score_with_keyword_hit(both: tuple[Any, Any]) -> None:
     """A query whose words all occur in a memory: mem0 blends in its BM25-like keyword score."""
@@ -178,7 +198,7 @@ def test_search_score_with_keyword_hit(both: tuple[Any, Any]) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="mem0's pgvector store floors the score at 0 (max(0, 1 - cosine distance)); threshold=0 now keeps every row on both sides, but memora_pg's scores go below 0 until the search rewrite bounds them to [0, 1]",
+    reason="deliberate (docs/migrating.md): memora_pg scores with its hybrid ranking (cosine rescaled from the embedder's unrelated level, fused with BM25 and neighbours, in [0, 1]); mem0 2.2 scores max(0, cosine), blended with a keyword rank only when every query word matches",
 )
 def test_search_negative_cosine_floor(both: tuple[Any, Any]) -> None:
     """Memories pointing away from the query score 0.0 in mem0, never below, and pass threshold=0."""
