@@ -356,8 +356,17 @@ class Database:
         if self._migrated:
             return
         async with self._ready_lock:
-            if not self._migrated:
+            if self._migrated:
+                return
+            from memora_pg import migrations
+
+            # A schema already at head is left alone, with no DDL: the application's role may be
+            # one that cannot create (a deploy role migrates, or row-level security confines it).
+            async with self.transaction(read_only=True) as conn:
+                at_head = await migrations.current_revision(conn, self.schema) == migrations.head_revision()
+            if not at_head:
                 await self.migrate(dimensions() if callable(dimensions) else dimensions)
+            self._migrated = True
 
     async def ensure_ready(self, dimensions: int | Callable[[], int], *, table: str = "memories") -> int:
         """:meth:`ensure_schema`, then the embedder's dimension checked against ``table``'s (read once)."""
