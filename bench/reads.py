@@ -231,8 +231,14 @@ async def user_search_figures(ctx: Context, engine: Any, mode: str, raw: asyncpg
     queries = Queries(ctx, "user", _users(ctx))
     dense = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="dense")
     hybrid = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="hybrid")
+    # Dense, as the floor and mem0 are: the figure measures recall against the exact cosine answer.
     memory = AsyncMemory(
-        MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": data.collection(0)}}),
+        MemoryConfig(
+            vector_store={
+                "provider": "pgvector",
+                "config": {"collection_name": data.collection(0), "search_mode": "dense"},
+            }
+        ),
         engine=engine,
         embedder=ctx.book,
     )
@@ -381,7 +387,12 @@ async def filtered_search_figure(ctx: Context, engine: Any, mode: str, raw: asyn
     """mem0-style search under a metadata filter that keeps 1% of the user's rows."""
     queries = Queries(ctx, "filtered", _users(ctx))
     memory = AsyncMemory(
-        MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": data.collection(0)}}),
+        MemoryConfig(
+            vector_store={
+                "provider": "pgvector",
+                "config": {"collection_name": data.collection(0), "search_mode": "dense"},
+            }
+        ),
         engine=engine,
         embedder=ctx.book,
     )

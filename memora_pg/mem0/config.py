@@ -109,8 +109,11 @@ class MemoryConfig(BaseModel):
             values["embedding_dimensions"] = int(store["embedding_model_dims"])
         if store.get("schema"):
             values["db_schema"] = store["schema"]
-        # Every search is hybrid unless MEMORA_PG_SEARCH_MODE says otherwise; mem0's flag asks for it too.
-        if store.get("hybrid_search"):
+        # Every search is hybrid unless MEMORA_PG_SEARCH_MODE (or memora_pg's own "search_mode" key
+        # here) says otherwise; mem0's flag asks for hybrid too.
+        if store.get("search_mode"):
+            values["search_mode"] = store["search_mode"]
+        elif store.get("hybrid_search"):
             values["search_mode"] = "hybrid"
         return Settings(**values)
 

@@ -59,3 +59,16 @@ def test_non_postgres_urls_are_refused() -> None:
     """memora_pg runs only on PostgreSQL."""
     with pytest.raises(ConfigurationError):
         asyncpg_url("sqlite:///x.db")
+
+
+def test_a_mem0_vector_store_config_may_choose_the_search_mode() -> None:
+    """memora_pg's own "search_mode" key picks the ranking; mem0's hybrid_search asks for the default, hybrid."""
+    from memora_pg.mem0 import MemoryConfig
+
+    def mode(options: dict[str, object]) -> str:
+        config = MemoryConfig.model_validate({"vector_store": {"provider": "pgvector", "config": options}})
+        return config.settings().search_mode
+
+    assert mode({"search_mode": "dense"}) == "dense"
+    assert mode({"hybrid_search": True}) == "hybrid"
+    assert mode({}) == "hybrid"
