@@ -66,7 +66,7 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, exac
 
 
 def nearest_statement(*, where: ColumnElement[bool], k: int, exact: bool, queries: int) -> Select[Any]:
-    """The statement of :func:`nearest` for ``queries`` query vectors; it takes :func:`query_vectors`' parameters."""
+    """The dense search of memories for ``queries`` query vectors; it takes :func:`query_vectors`' parameters."""
     if queries == 1:
         # One query (every search): a plain select, cheaper to build and to plan than the LATERAL join below.
         query = bindparam("embedding", type_=vector_params.BinaryVector())
