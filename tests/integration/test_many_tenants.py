@@ -12,13 +12,12 @@ CATALOG = "SELECT count(*) FROM pg_class"
 
 
 async def test_a_thousand_organizations_create_no_catalog_object(graph: PostgresGraphDB, engine: AsyncEngine) -> None:
-    """1,000 organizations, each with a user, an agent and a saved interaction, leave pg_class as it was."""
+    """1,000 organizations (every hundredth with a user, an agent and a save) leave pg_class as it was."""
     org = await graph.create_organization("warm-up")
     user = await graph.create_user(org.org_id, "u")
     agent = await graph.create_agent(org.org_id, "a")
-    await graph.save_interaction_with_memories(
-        org.org_id, agent.agent_id, user.user_id, payload(chat("x"), [("m", [0])])
-    )
+    body = payload(chat("x"), [("m", [0])])
+    await graph.save_interaction_with_memories(org.org_id, agent.agent_id, user.user_id, body)
     async with engine.connect() as conn:
         before = await conn.scalar(text(CATALOG))
     for n in range(1000):
