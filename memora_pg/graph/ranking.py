@@ -43,6 +43,7 @@ from sqlalchemy import (
     Float,
     Integer,
     Select,
+    Text,
     and_,
     column,
     func,
@@ -142,12 +143,20 @@ def _neighbours(corpus: Corpus, *partition: ColumnElement[Any]) -> tuple[ColumnE
     )
 
 
+def _neighbourhood(corpus: Corpus) -> ColumnElement[Any]:
+    """The column whose equal values make rows neighbours (a constant when every row neighbours every row)."""
+    if corpus.neighbourhood is None:
+        return literal(None, Text).label("neighbourhood")
+    return corpus.c(corpus.neighbourhood).label("neighbourhood")
+
+
 def _exact_scope(corpus: Corpus, queries: CTE, where: ColumnElement[bool]) -> CTE:
     """Every row matching ``where``, for every query: cosine, neighbours and whether a term matches."""
     prev_seq, next_seq = _neighbours(corpus)
     rows = (
         select(
             corpus.c(corpus.id_column).label("row_id"),
+            _neighbourhood(corpus),
             corpus.c("seq"),
             corpus.c("embedding"),
             corpus.c("search_text"),
@@ -161,6 +170,7 @@ def _exact_scope(corpus: Corpus, queries: CTE, where: ColumnElement[bool]) -> CT
         select(
             queries.c.query_no,
             rows.c.row_id,
+            rows.c.neighbourhood,
             rows.c.seq,
             rows.c.prev_seq,
             rows.c.next_seq,
@@ -201,6 +211,7 @@ def _candidate_scope(corpus: Corpus, queries: CTE, where: ColumnElement[bool], c
         select(
             chosen.c.query_no,
             chosen.c.row_id,
+            _neighbourhood(corpus),
             corpus.c("seq"),
             prev_seq,
             next_seq,
@@ -323,51 +334,52 @@ def statement(
         )
         .select_from(possible.outerjoin(best, best.c.query_no == possible.c.query_no))
         .cte("lexical_scale")
+        # one row per query, computed once (inlined, it would be computed again for every row)
+        .prefix_with("MATERIALIZED")
     )
+    # The fused score, as a sum of each arm's part per row (a hash aggregate, never a join of the
+    # scope with itself: the planner cannot estimate these CTEs' sizes, and a nested loop over them
+    # is quadratic in the user's rows).
     dense = func.greatest(0, (scope.c.cosine - w.cosine_floor) / (1 - w.cosine_floor))
-    lexical = func.coalesce(bm25.c.score / func.nullif(lexical_scale.c.scale, 0), 0)
-    fused = (
+    parts = union_all(
         select(
             scope.c.query_no,
-            scope.c.row_id,
             scope.c.seq,
-            scope.c.prev_seq,
-            scope.c.next_seq,
-            (w.dense_weight * dense + (1 - w.dense_weight) * lexical).label("score"),
+            scope.c.neighbourhood,
+            (w.dense_weight * dense).label("part"),
+        ),
+        select(
+            bm25.c.query_no,
+            bm25.c.seq,
+            literal(None, Text).label("neighbourhood"),
+            ((1 - w.dense_weight) * func.coalesce(bm25.c.score / func.nullif(lexical_scale.c.scale, 0), 0)).label(
+                "part"
+            ),
+        ).select_from(bm25.join(lexical_scale, lexical_scale.c.query_no == bm25.c.query_no)),
+    ).subquery("parts")
+    fused = (
+        select(
+            parts.c.query_no,
+            parts.c.seq,
+            func.max(parts.c.neighbourhood).label("neighbourhood"),
+            func.sum(parts.c.part).label("score"),
         )
-        .select_from(
-            scope.outerjoin(bm25, and_(bm25.c.query_no == scope.c.query_no, bm25.c.seq == scope.c.seq)).outerjoin(
-                lexical_scale, lexical_scale.c.query_no == scope.c.query_no
-            )
-        )
+        .group_by(parts.c.query_no, parts.c.seq)
         .cte("fused")
     )
-    before, after = fused.alias("before"), fused.alias("after")
-    smoothed = (
-        select(
-            fused.c.query_no,
-            fused.c.row_id,
-            fused.c.seq,
-            (
-                (
-                    fused.c.score
-                    + w.neighbour_boost
-                    * func.greatest(func.coalesce(before.c.score, 0), func.coalesce(after.c.score, 0))
-                )
-                / (1 + w.neighbour_boost)
-            ).label("score"),
-        )
-        .select_from(
-            fused.outerjoin(
-                before, and_(before.c.query_no == fused.c.query_no, before.c.seq == fused.c.prev_seq)
-            ).outerjoin(after, and_(after.c.query_no == fused.c.query_no, after.c.seq == fused.c.next_seq))
-        )
-        .cte("smoothed")
-    )
+    # Neighbours are the rows just before and after in the same neighbourhood: a window, as for the terms.
+    by = (fused.c.query_no, fused.c.neighbourhood)
+    before = func.coalesce(func.lag(fused.c.score).over(partition_by=by, order_by=fused.c.seq), 0)
+    after = func.coalesce(func.lead(fused.c.score).over(partition_by=by, order_by=fused.c.seq), 0)
+    smoothed = select(
+        fused.c.query_no,
+        fused.c.seq,
+        ((fused.c.score + w.neighbour_boost * func.greatest(before, after)) / (1 + w.neighbour_boost)).label("score"),
+    ).cte("smoothed")
     ranked = (
         select(
             smoothed.c.query_no,
-            smoothed.c.row_id,
+            smoothed.c.seq,
             smoothed.c.score,
             func.row_number()
             .over(partition_by=smoothed.c.query_no, order_by=(smoothed.c.score.desc(), smoothed.c.seq))
@@ -377,7 +389,7 @@ def statement(
     hit = corpus.table
     return (
         select(ranked.c.query_no, ranked.c.score.cast(Float).label("score"), *(hit.c[name] for name in corpus.returned))
-        .select_from(ranked.join(hit, and_(where, hit.c[corpus.id_column] == ranked.c.row_id)))
+        .select_from(ranked.join(hit, and_(where, hit.c["seq"] == ranked.c.seq)))
         .where(ranked.c.place <= k)
         .order_by(ranked.c.query_no, ranked.c.place)
     )
