@@ -526,3 +526,23 @@ def test_importing_memora_pg_leaves_the_openai_sdk_unimported() -> None:
     code = "import sys, memora_pg; print('openai' in sys.modules)"
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)  # noqa: S603
     assert found.stdout.strip() == "False"
+
+
+def test_the_unrelated_similarity_an_embedder_declares() -> None:
+    """e5 declares 0.75, embedders that say nothing 0, OpenAIEmbedder what it is given; nonsense is refused."""
+    from memora_pg.embeddings import unrelated_similarity
+    from memora_pg.embeddings.openai import OpenAIEmbedder
+
+    assert unrelated_similarity(LocalEmbedder()) == 0.75
+    assert unrelated_similarity(HashEmbedder(8)) == 0.0
+    served = OpenAIEmbedder("e5", dimensions=384, base_url="http://127.0.0.1:9/v1", unrelated_similarity=0.75)
+    assert unrelated_similarity(served) == 0.75
+    for wrong in (1.0, -2, True, "0.5"):
+        with pytest.raises(InvalidInputError):
+            OpenAIEmbedder("e5", dimensions=384, base_url="http://127.0.0.1:9/v1", unrelated_similarity=wrong)  # type: ignore[arg-type]
+
+    class Odd(HashEmbedder):
+        unrelated_similarity = 3.0
+
+    with pytest.raises(EmbeddingError):
+        unrelated_similarity(Odd(8))
