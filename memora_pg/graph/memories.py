@@ -234,14 +234,6 @@ async def delete_by_ids(
     return [(row.memory_id, row.user_id, row.memory) for row in result]
 
 
-async def delete_where(
-    conn: AsyncConnection, *, org_id: str, where: ColumnElement[bool]
-) -> list[tuple[uuid.UUID, str, str]]:
-    """Delete the organization's memories matching ``where`` (a mem0-style scope), repairing their chains."""
-    doomed = await conn.execute(select(memories.c.memory_id).where(memories.c.org_id == org_id, where))
-    return await delete_by_ids(conn, org_id=org_id, memory_ids=list(doomed.scalars()))
-
-
 async def metadata_where(
     conn: AsyncConnection, *, org_id: str, where: ColumnElement[bool]
 ) -> dict[uuid.UUID, dict[str, Any]]:
