@@ -51,11 +51,6 @@ XFAIL_NOT_EXISTS = (
     '42601 a column definition list is required for functions returning "record": import\'s emptiness check '
     "SELECT NOT EXISTS (SELECT FROM organizations) (ops.transfer DATABASE_IS_EMPTY) as Citus plans it"
 )
-XFAIL_TRIGGER = (
-    "XX000 cannot run function command because there was a parallel operation on a distributed table in the "
-    "transaction: reembed creates its forget function after ALTER TABLE of the distributed tables (the trigger "
-    "itself is allowed with citus.enable_unsafe_triggers)"
-)
 
 
 def expect_failure(request: pytest.FixtureRequest, reason: str, when: bool = True) -> None:
