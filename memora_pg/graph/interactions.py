@@ -16,7 +16,7 @@ from memora_pg.graph import memories, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, to_model
 from memora_pg.models import Interaction, MessageBlock
 from memora_pg.schema import interactions, messages
-from memora_pg.statements import from_json, sql
+from memora_pg.statements import from_json, on_citus, sql
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,14 @@ WHERE EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = 
 RETURNING interaction_id
 """
 
+# On Citus: the row alone, after OWNERS_EXIST. A multi-row ``INSERT ... VALUES`` is routed to the
+# organization's shard with its identity default taken on the coordinator; the INSERT ... SELECT
+# above is pulled to the coordinator and COPYed (two-phase commit, the worker's sequence).
+CREATE_ROW = """
+INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
+VALUES (:org_id, :interaction_id, :user_id, :agent_id, :at, :at)
+"""
+
 OWNERS_EXIST = """
 SELECT EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
        EXISTS (SELECT 1 FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
@@ -45,6 +53,11 @@ async def create(
 ) -> tuple[bool, bool]:
     """Create the interaction; returns (user exists, agent exists), and creates nothing unless both do."""
     params = {"org_id": org_id, "user_id": user_id, "agent_id": agent_id, "interaction_id": interaction_id, "at": at}
+    if on_citus(conn):
+        owners = (await conn.execute(sql(conn, OWNERS_EXIST), params)).one()
+        if owners.user_exists and owners.agent_exists:
+            await conn.execute(sql(conn, CREATE_ROW), params)
+        return bool(owners.user_exists), bool(owners.agent_exists)
     if (await conn.execute(sql(conn, CREATE), params)).one_or_none() is not None:
         return True, True
     owners = (await conn.execute(sql(conn, OWNERS_EXIST), params)).one()

@@ -46,8 +46,76 @@ new_messages AS (
 # -- statement by statement (Citus) ------------------------------------------------------------------
 # On a Citus cluster each data-modifying CTE of a one-statement write is run first and its result
 # broadcast to every worker, and the transaction commits in two phases on all of them. There the
-# same arms run as statements of their own, each reading the parameters' SCOPE, each planned on
-# the organization's one shard, in the caller's transaction: one worker, one-phase commit.
+# same rows are written by statements of their own, each a multi-row ``INSERT ... VALUES`` with the
+# organization as a constant, in the caller's transaction. Citus routes such an insert to the
+# organization's one shard and evaluates its identity defaults (``nextval``) on the coordinator; an
+# ``INSERT ... SELECT FROM unnest(...)`` instead is pulled to the coordinator and COPYed into the
+# shard (a two-phase commit, and ``nextval`` of the worker's sequence, which an application role
+# may not use). One worker, one-phase commit.
+
+# Rows per multi-row insert: each row binds a handful of parameters, PostgreSQL allows 32767.
+ROWS_PER_STATEMENT = 1000
+
+
+def rows_statement(head: str, row: str, tail: str, n: int) -> str:
+    """``head VALUES row_0, ..., row_{n-1} tail``: ``#`` in ``row`` becomes each row's parameter suffix."""
+    values = ",\n".join(row.replace("#", f"_{i}") for i in range(n))
+    return f"{head}\nVALUES {values}\n{tail}"
+
+
+async def insert_rows(
+    conn: AsyncConnection, head: str, row: str, tail: str, common: dict[str, Any], rows: Sequence[dict[str, Any]]
+) -> list[Any]:
+    """Insert ``rows`` (each its parameters without suffix) with multi-row inserts; the first column of
+    what they return."""
+    returned: list[Any] = []
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        chunk = rows[start : start + ROWS_PER_STATEMENT]
+        params = dict(common)
+        for i, values in enumerate(chunk):
+            params.update({f"{name}_{i}": value for name, value in values.items()})
+        result = await conn.execute(sql(conn, rows_statement(head, row, tail, len(chunk))), params)
+        if result.returns_rows:
+            returned.extend(result.scalars())
+    return returned
+
+
+MESSAGE_ROWS = (
+    "INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)",
+    "(:org_id, :interaction_id, :msg_position#, :role#, :content#)",
+    "",
+)
+MEMORY_ROWS = (
+    """INSERT INTO {schema}.memories AS m
+    (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata, embedding, search_text)""",
+    "(:org_id, :memory_id#, :user_id, :agent_id, CAST(:interaction_id AS text), :memory#, CAST(:at AS timestamptz),"
+    " coalesce(CAST(:metadata# AS jsonb), '{}'), CAST(:embedding# AS vector),"
+    " CASE WHEN CAST(:embedding# AS vector) IS NOT NULL THEN {schema}.to_search_text(CAST(:memory# AS text)) END)",
+    """ON CONFLICT (org_id, memory_id) DO UPDATE
+SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
+    embedding = excluded.embedding, search_text = excluded.search_text
+WHERE m.user_id = excluded.user_id
+RETURNING m.memory_id""",
+)
+SOURCE_ROWS = (
+    "INSERT INTO {schema}.memory_sources (org_id, memory_id, interaction_id, msg_position)",
+    "(:org_id, :memory_id#, :interaction_id, :msg_position#)",
+    "",
+)
+ADDED_ROWS = (
+    "INSERT INTO {schema}.memory_history"
+    " (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)",
+    "(:org_id, :event_id#, :memory_id#, :user_id, 'ADD', :memory#, :actor_id#, :role#, CAST(:at AS timestamptz))",
+    "",
+)
+AUDIT_ALONE = """
+INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)
+VALUES (:org_id, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method, CAST(:audit_ids AS jsonb))"""
+
+
+def _common(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters every row of a write shares (its SCOPE)."""
+    return {name: params[name] for name in ("org_id", "user_id", "agent_id", "interaction_id", "at")}
 
 
 def alone(arm: str) -> str:
@@ -57,16 +125,12 @@ def alone(arm: str) -> str:
 
 
 # A contrary memory supersedes a memory that existed before the call: as a statement of its own
-# after the new memories are in, the link must skip this call's own memories.
+# after the new memories are in, the link must skip this call's own memories. It reads the old
+# memory pinned to the organization, so Citus plans the whole insert on its shard.
 LINKS_ALONE = alone(versions.LINKS).replace(
     "AND old.memory_id = contrary.old_id",
     "AND old.memory_id = contrary.old_id AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))",
 )
-MESSAGES_ALONE = alone(NEW_MESSAGES)
-MEMORIES_ALONE = alone(NEW_MEMORIES)
-SOURCES_ALONE = alone(SOURCES)
-AUDIT_ALONE = alone(audit.ARM)
-ADDED_ALONE = alone(history.ADDED)
 
 
 @dataclass(frozen=True)
@@ -79,19 +143,63 @@ class _Result:
     linked: list[uuid.UUID] = field(default_factory=list)
 
 
+def _memory_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"memory_id": memory_id, "memory": memory, "metadata": metadata, "embedding": embedding}
+        for memory_id, memory, metadata, embedding in zip(
+            params["memory_ids"], params["memories"], params["metadata"], params["embeddings"], strict=True
+        )
+    ]
+
+
+async def _messages_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
+    rows = [
+        {"msg_position": n, "role": role, "content": content}
+        for n, (role, content) in enumerate(zip(params["roles"], params["contents"], strict=True))
+    ]
+    await insert_rows(conn, *MESSAGE_ROWS, _common(params), rows)
+
+
 async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link: bool) -> _Result:
     """The memory rows, their sources, their links (with ``link``) and the audit row, one statement each."""
+    common = _common(params)
     written: list[uuid.UUID] = []
     if params["memory_ids"]:
-        written = list((await conn.execute(sql(conn, MEMORIES_ALONE), params)).scalars())
+        written = await insert_rows(conn, *MEMORY_ROWS, common, _memory_rows(params))
     if params["source_memory_ids"]:
-        await conn.execute(sql(conn, SOURCES_ALONE), params)
+        sources = [
+            {"memory_id": memory_id, "msg_position": position}
+            for memory_id, position in zip(params["source_memory_ids"], params["source_positions"], strict=True)
+        ]
+        await insert_rows(conn, *SOURCE_ROWS, common, sources)
     linked: list[uuid.UUID] = []
     if link and params["new_ids"]:
         linked = list((await conn.execute(sql(conn, LINKS_ALONE), params)).scalars())
-    if params["audited"]:
-        await conn.execute(sql(conn, AUDIT_ALONE), params)
+    await _audit_alone(conn, params)
     return _Result(written=written, linked=linked)
+
+
+async def _audit_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
+    if params["audited"]:
+        await conn.execute(
+            sql(conn, AUDIT_ALONE),
+            {name: params[name] for name in params if name == "org_id" or name.startswith("audit_")},
+        )
+
+
+async def _added_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
+    rows = [
+        {"event_id": event_id, "memory_id": memory_id, "memory": memory, "actor_id": actor_id, "role": role}
+        for event_id, memory_id, memory, actor_id, role in zip(
+            params["event_ids"],
+            params["memory_ids"],
+            params["memories"],
+            params["actor_ids"],
+            params["roles"],
+            strict=True,
+        )
+    ]
+    await insert_rows(conn, *ADDED_ROWS, _common(params), rows)
 
 
 SAVE = f"""
@@ -156,7 +264,7 @@ def save(
         if not (user_exists and agent_exists):
             return [_Result(user_exists=user_exists, agent_exists=agent_exists)]
         if messages:
-            await conn.execute(sql(conn, MESSAGES_ALONE), params)
+            await _messages_alone(conn, params)
         return [await _memories_alone(conn, params, link=True)]
 
     return Statement(SAVE, params, steps)
@@ -270,10 +378,9 @@ def add(
         await conn.execute(sql(conn, COLLECTION_ORGANIZATION), params)
         await conn.execute(sql(conn, COLLECTION_USER), params)
         if params["memory_ids"]:
-            await conn.execute(sql(conn, MEMORIES_ALONE), params)
-            await conn.execute(sql(conn, ADDED_ALONE), params)
-        if params["audited"]:
-            await conn.execute(sql(conn, AUDIT_ALONE), params)
+            await insert_rows(conn, *MEMORY_ROWS, _common(params), _memory_rows(params))
+            await _added_alone(conn, params)
+        await _audit_alone(conn, params)
         return [_Result()]
 
     return Statement(ADD, params, steps)

@@ -457,6 +457,13 @@ async def _drop_shadows(run: _Run) -> None:
         for table in run.tables:
             await conn.execute(_sql(conn, _DROP_TRIGGER, table))
             await conn.execute(_sql(conn, _DROP_SHADOW, table))
+    await _drop_function(run)
+
+
+async def _drop_function(run: _Run) -> None:
+    """The triggers' function, once no trigger uses it, in a transaction of its own: Citus refuses a
+    function command after the ALTER TABLE of a distributed table in the same transaction."""
+    async with run.database.transaction() as conn:
         await conn.execute(sql(conn, _DROP_FUNCTION))
 
 
@@ -567,11 +574,11 @@ async def _try_switch(run: _Run) -> bool:
                     await conn.execute(_sql(conn, _PROMOTE_SHADOW, table))
                     if table is not _MEMORIES:
                         await conn.execute(_sql(conn, _FORGET_COMMENT, table))
-            await conn.execute(sql(conn, _DROP_FUNCTION))
     except DatabaseError as error:
         if sqlstate_of(error) == _LOCK_NOT_AVAILABLE:
             return False
         raise
+    await _drop_function(run)
     return True
 
 

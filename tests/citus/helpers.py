@@ -47,19 +47,9 @@ XFAIL_RLS_SAVE = (
     '42P01 missing FROM-clause entry for table "memory_updates": the one-statement save under RLS '
     "(the workers' policy quals in the deparsed writable CTEs)"
 )
-XFAIL_RLS_SEQUENCE = (
-    "42501 permission denied for sequence interactions_seq_seq: on Citus the save's INSERT ... SELECT steps are "
-    "pulled to the coordinator and run nextval() of the identity sequence on the worker, where the application "
-    "role has no grant on the shard's sequence"
-)
 XFAIL_NOT_EXISTS = (
     '42601 a column definition list is required for functions returning "record": import\'s emptiness check '
     "SELECT NOT EXISTS (SELECT FROM organizations) (ops.transfer DATABASE_IS_EMPTY) as Citus plans it"
-)
-XFAIL_TRIGGER = (
-    "XX000 cannot run function command because there was a parallel operation on a distributed table in the "
-    "transaction: reembed creates its forget function after ALTER TABLE of the distributed tables (the trigger "
-    "itself is allowed with citus.enable_unsafe_triggers)"
 )
 
 

@@ -12,7 +12,7 @@ from memora_pg import PostgresGraphDB, Settings
 from memora_pg.cli import main
 from memora_pg.embeddings import HashEmbedder
 from tests.citus.conftest import migrate_and_distribute
-from tests.citus.helpers import XFAIL_TRIGGER, worlds
+from tests.citus.helpers import worlds
 from tests.integration.helpers import World, chat, payload
 
 COPY_SCHEMA = "memora_copy"  # import's target, and reembed's schema: the shared one is left as it is
@@ -71,7 +71,6 @@ def test_cli_import(database_url: str, copy_schema: str, tmp_path: Path) -> None
     assert main(["import", "--database-url", database_url, "--schema", copy_schema, str(out)]) == 0
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_TRIGGER)
 def test_cli_reembed(database_url: str, copy_schema: str) -> None:
     """memora-pg reembed of one organization with a same-dimension embedder."""
     (w, *_) = _populate(database_url, copy_schema)

@@ -13,7 +13,6 @@ from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, Settin
 from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
 from tests.citus.helpers import (
-    XFAIL_RLS_SEQUENCE,
     memory_ids,
     worlds,
 )
@@ -86,7 +85,6 @@ async def test_rls_create_user_and_agent(app: PostgresGraphDB, owned: list[World
         await app.create_agent(w.org_id, "Restricted")
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL_RLS_SEQUENCE)
 async def test_rls_save(app: PostgresGraphDB, owned: list[World], engine: AsyncEngine) -> None:
     """A save as the restricted role writes the interaction and its memories."""
     for w in owned:
