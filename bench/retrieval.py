@@ -209,7 +209,6 @@ async def memora_face(url: str, settings: Settings, embedder: SharedEmbedder, da
         agent = await graph.create_agent(org.org_id, "assistant")
         for conversation in data:
             user = await graph.create_user(org.org_id, conversation.sample_id)
-            by_memory: dict[str, str] = {}
             for session in sorted({t.session for t in conversation.turns}):
                 turns = [t for t in conversation.turns if t.session == session]
                 await graph.save_interaction_with_memories(
@@ -222,8 +221,6 @@ async def memora_face(url: str, settings: Settings, embedder: SharedEmbedder, da
                         memories=[MemoryToStore(memory=t.text, source_msg_block_pos=[i]) for i, t in enumerate(turns)],
                     ),
                 )
-            for memory in await graph.get_all_user_memories(org.org_id, user.user_id, limit=100_000):
-                by_memory[memory.memory_id] = memory.memory
 
             ids = {t.text: t.dia_id for t in conversation.turns}
 
