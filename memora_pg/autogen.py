@@ -18,6 +18,7 @@ import builtins
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping, Sequence
+from datetime import datetime
 from enum import Enum
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -36,7 +37,7 @@ from memora_pg.embeddings import (
     unrelated_similarity,
 )
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import audit, autogen_contents, search
+from memora_pg.graph import audit, autogen_contents, search, timeline
 from memora_pg.graph.validate import no_nul
 
 
@@ -274,11 +275,11 @@ def _check_distance(value: object) -> float | None:
 def _query_options(kwargs: dict[str, Any], k: int, threshold: float | None) -> tuple[int, float | None]:
     """``query()``'s keyword arguments: ``k`` (alias ``top_k``, RedisMemory's name) and
     ``score_threshold`` (or ``distance_threshold``, a cosine distance d meaning score >= 1 - d)."""
-    unknown = sorted(set(kwargs) - {"k", "top_k", "score_threshold", "distance_threshold"})
+    unknown = sorted(set(kwargs) - {"k", "top_k", "score_threshold", "distance_threshold", "as_of", "as_of_clock"})
     if unknown:
         raise InvalidInputError(
-            f"query() takes the keyword arguments k (or top_k) and score_threshold (or distance_threshold), "
-            f"not {unknown}."
+            f"query() takes the keyword arguments k (or top_k), score_threshold (or distance_threshold), "
+            f"as_of and as_of_clock, not {unknown}."
         )
     if "k" in kwargs and "top_k" in kwargs:
         raise InvalidInputError("Pass `k` or its alias `top_k`, not both.")
@@ -709,9 +710,13 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         """The most similar searchable entries, best first, with ``metadata["score"]``.
 
         ``query`` is a str or a MemoryContent of text, markdown or JSON. Keyword arguments
-        ``k`` and ``score_threshold`` override the memory's own for this call.
+        ``k`` and ``score_threshold`` override the memory's own for this call. ``as_of`` (a
+        datetime) searches the entries as they were then: those added by that time. An entry
+        has one time, when it was added, so both clocks (``as_of_clock``) agree.
         """
         k, threshold = _query_options(kwargs, self._k, self._score_threshold)
+        timeline.check_clock(kwargs.get("as_of_clock", timeline.VALID))
+        as_of = timeline.check_as_of(kwargs.get("as_of"))
         if isinstance(query, str):
             text = autogen_contents.check_text(query, "The query")
         else:
@@ -722,16 +727,16 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         if not text.strip():
             # Nothing to look for: no results (AutoGen's memories never fail on an empty query).
             return MemoryQueryResult(results=[])
-        return await _cancellable(cancellation_token, self._query(text, k, threshold))
+        return await _cancellable(cancellation_token, self._query(text, k, threshold, as_of))
 
-    async def _query(self, text: str, k: int, threshold: float | None) -> MemoryQueryResult:
+    async def _query(self, text: str, k: int, threshold: float | None, as_of: datetime | None) -> MemoryQueryResult:
         await self.check_dimensions()
         [embedding] = await embed_checked(self.embedder, [text], query=True)
         (hits,) = await search.find(
             self._db,
             search.AUTOGEN_CONTENTS,
             org_id=self._scope.org_id,
-            where=search.autogen_where(self._scope),
+            where=search.autogen_where(self._scope, as_of=as_of),
             vectors=[embedding],
             texts=[text],
             k=k,

@@ -32,6 +32,7 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
+    column,
     func,
     text,
 )
@@ -134,12 +135,22 @@ memories = Table(
     # Null when the memory is not searchable (never embedded, or removed from the vector store).
     Column("embedding", VECTOR(), nullable=True),
     Column("search_text", TSVECTOR, nullable=True),
+    # The two clocks of a version (migration 0008; memora_pg.graph.timeline). Valid time runs from
+    # obtained_at to the earlier of valid_until (the earliest obtained_at among its later versions)
+    # and expires_at; system time from stored_at (null: stored before 0008, taken as obtained_at)
+    # to superseded_at (the earliest stored_at among its later versions).
+    Column("stored_at", DateTime(timezone=True), nullable=True, server_default=func.now()),
+    Column("superseded_at", DateTime(timezone=True), nullable=True),
+    Column("valid_until", DateTime(timezone=True), nullable=True),
+    Column("expires_at", DateTime(timezone=True), nullable=True),
     ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
     ForeignKeyConstraint(
         ["org_id", "interaction_id"],
         ["interactions.org_id", "interactions.interaction_id"],
         ondelete="CASCADE",
     ),
+    # As-of reads by system time: the user's versions by when they were stored.
+    Index("ix_memories_user_stored", "org_id", "user_id", func.coalesce(column("stored_at"), column("obtained_at"))),
     Index("ix_memories_user_recent", "org_id", "user_id", text("obtained_at DESC"), text("seq DESC")),
     Index("ix_memories_user_agent_recent", "org_id", "user_id", "agent_id", text("obtained_at DESC"), text("seq DESC")),
     Index(None, "org_id", "interaction_id"),

@@ -22,7 +22,7 @@ from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, saves, users, versions
+from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, saves, timeline, users, versions
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory
@@ -536,14 +536,29 @@ class PostgresGraphDB(BaseGraphDB):
 
     # -- memories ------------------------------------------------------------------------
 
-    async def fetch_user_memories_resolved(self, org_user_mem_ids: list[dict[str, str]]) -> list[Memory]:
-        """The newest version(s) of each requested memory, rendered, de-duplicated, in request order."""
-        return (await self.fetch_user_memories_resolved_batch([org_user_mem_ids]))[0]
+    async def fetch_user_memories_resolved(
+        self, org_user_mem_ids: list[dict[str, str]], *, as_of: datetime | None = None, as_of_clock: str = "valid"
+    ) -> list[Memory]:
+        """The newest version(s) of each requested memory, rendered, de-duplicated, in request order.
+
+        With ``as_of``, the versions of each memory's lineage that were current at that time, by valid
+        time (``as_of_clock="valid"``: when the facts were true) or by system time (``"system"``: what
+        memora_pg had stored then).
+        """
+        return (
+            await self.fetch_user_memories_resolved_batch([org_user_mem_ids], as_of=as_of, as_of_clock=as_of_clock)
+        )[0]
 
     async def fetch_user_memories_resolved_batch(
-        self, batch_org_user_mem_ids: list[list[dict[str, str]]]
+        self,
+        batch_org_user_mem_ids: list[list[dict[str, str]]],
+        *,
+        as_of: datetime | None = None,
+        as_of_clock: str = "valid",
     ) -> list[list[Memory]]:
-        """One list per input list, resolved in one statement per organization named (usually one)."""
+        """One list per input list, resolved in one statement per organization named (usually one);
+        ``as_of`` as in :meth:`fetch_user_memories_resolved`."""
+        at, clock = timeline.check_as_of(as_of), timeline.check_clock(as_of_clock)
         if not isinstance(batch_org_user_mem_ids, list | tuple):
             raise InvalidInputError("batch_org_user_mem_ids must be a list of lists of dicts.")
         requests: list[Requested] = []
@@ -561,7 +576,7 @@ class PostgresGraphDB(BaseGraphDB):
         # Under row-level security the transaction sees one organization: the first one named.
         org_id = requests[0].org_id if requests else None
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await versions.resolve(conn, requests, len(batch_org_user_mem_ids))
+            return await versions.resolve(conn, requests, len(batch_org_user_mem_ids), as_of=at, clock=clock)
 
     async def get_user_memory(self, org_id: str, user_id: str, memory_id: str) -> Memory:
         """That exact version (no resolution), rendered, with its surviving sources."""
@@ -575,25 +590,45 @@ class PostgresGraphDB(BaseGraphDB):
             raise NotFoundError(check.MEMORY_MISSING)
         return found
 
-    async def get_user_memory_history(self, org_id: str, user_id: str, memory_id: str) -> list[Memory]:
-        """``[the memory, the one it superseded, …, the oldest]``; ``[]`` for a missing memory."""
+    async def get_user_memory_history(
+        self, org_id: str, user_id: str, memory_id: str, *, as_of: datetime | None = None, as_of_clock: str = "valid"
+    ) -> list[Memory]:
+        """``[the memory, the one it superseded, …, the oldest]``; ``[]`` for a missing memory.
+
+        With ``as_of``, the versions that had begun by then (``as_of_clock`` as in
+        :meth:`fetch_user_memories_resolved`); ``[]`` when the memory itself had not.
+        """
         check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
+        at, clock = timeline.check_as_of(as_of), timeline.check_clock(as_of_clock)
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return []
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await versions.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
+            return await versions.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed, as_of=at, clock=clock)
 
     async def get_all_user_memories(
-        self, org_id: str, user_id: str, agent_id: str | None = None, skip: int = 0, limit: int = 1000
+        self,
+        org_id: str,
+        user_id: str,
+        agent_id: str | None = None,
+        skip: int = 0,
+        limit: int = 1000,
+        *,
+        as_of: datetime | None = None,
+        as_of_clock: str = "valid",
     ) -> list[Memory]:
-        """Every stored version of the user's memories, newest first (ties: newest written first)."""
+        """Every stored version of the user's memories, newest first (ties: newest written first).
+
+        With ``as_of``, only the versions current at that time (``as_of_clock`` as in
+        :meth:`fetch_user_memories_resolved`).
+        """
         check.require(check.ORG_AND_USER, org_id, user_id)
+        at, clock = timeline.check_as_of(as_of), timeline.check_clock(as_of_clock)
         agent = check.optional_id(check.AGENT_ID, agent_id)
         skip, limit = check.paging(skip, limit)
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await memories.list_for_user(
-                conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit
+                conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit, as_of=at, clock=clock
             )
 
     async def delete_user_memory(self, org_id: str, user_id: str, memory_id: str) -> None:

@@ -34,7 +34,7 @@ from memora_pg.embeddings import (
     unrelated_similarity,
 )
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import audit, memories, saves, search
+from memora_pg.graph import audit, memories, saves, search, timeline
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
@@ -210,10 +210,17 @@ class PgVectorDB(BaseVectorDB):
         org_id: str,
         user_id: str | None = None,
         agent_id: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        as_of_clock: str = "valid",
     ) -> list[tuple[Memory, float]]:
         if not query:
             raise InvalidInputError("A query is required")
-        return (await self.search_memories([query], memory_search_scope, org_id, user_id, agent_id))[0]
+        return (
+            await self.search_memories(
+                [query], memory_search_scope, org_id, user_id, agent_id, as_of=as_of, as_of_clock=as_of_clock
+            )
+        )[0]
 
     async def search_memories(
         self,
@@ -222,8 +229,16 @@ class PgVectorDB(BaseVectorDB):
         org_id: str,
         user_id: str | None = None,
         agent_id: str | None = None,
+        *,
+        as_of: datetime | None = None,
+        as_of_clock: str = "valid",
     ) -> list[list[tuple[Memory, float]]]:
-        """One result list per query, best first; all queries in one round trip."""
+        """One result list per query, best first; all queries in one round trip.
+
+        With ``as_of``, only the versions current at that time are searched, by valid time
+        (``as_of_clock="valid"``) or by system time (``"system"``).
+        """
+        at, clock = timeline.check_as_of(as_of), timeline.check_clock(as_of_clock)
         if not queries:
             raise InvalidInputError("At least one query is required")
         scope = scope_value(memory_search_scope)
@@ -253,9 +268,17 @@ class PgVectorDB(BaseVectorDB):
                     agent_id=agent,
                     exclude_superseded=self.exclude_superseded,
                     settings=self._db.settings,
+                    as_of=at,
+                    clock=clock,
                 )
         where = search.memories_where(
-            org_id, user_id=user_id if user_scoped else None, agent_id=agent, current_only=self.exclude_superseded
+            org_id,
+            user_id=user_id if user_scoped else None,
+            agent_id=agent,
+            current_only=self.exclude_superseded,
+            as_of=at,
+            clock=clock,
+            schema=self._db.schema,
         )
         found = await search.find(
             self._db,

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, delete, select
@@ -27,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import vector_params
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph import versions
+from memora_pg.graph import timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
 from memora_pg.models import Memory
 from memora_pg.schema import memories
@@ -42,6 +43,8 @@ class NewMemory:
     embedding: Sequence[float] | None = None
     supersedes: uuid.UUID | None = None
     metadata: dict[str, Any] | None = None
+    # When the memory stops being current (mem0's expiration_date); None: never.
+    expires_at: datetime | None = None
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -53,14 +56,15 @@ NEW_MEMORIES = """
 new_memories AS (
     INSERT INTO {schema}.memories AS m
         (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata,
-         embedding, search_text)
+         embedding, search_text, expires_at)
     SELECT scope.org_id, given.memory_id, scope.user_id, scope.agent_id, scope.interaction_id, given.memory,
            scope.obtained_at, coalesce(CAST(given.metadata AS jsonb), '{}'),
-           given.embedding, CASE WHEN given.embedding IS NOT NULL THEN {schema}.to_search_text(given.memory) END
+           given.embedding, CASE WHEN given.embedding IS NOT NULL THEN {schema}.to_search_text(given.memory) END,
+           given.expires_at
     FROM scope,
          unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:metadata AS text[]),
-                CAST(:embeddings AS vector[]))
-         WITH ORDINALITY AS given(memory_id, memory, metadata, embedding, n)
+                CAST(:embeddings AS vector[]), CAST(:expires_at AS timestamptz[]))
+         WITH ORDINALITY AS given(memory_id, memory, metadata, embedding, expires_at, n)
     ORDER BY given.n
     ON CONFLICT (org_id, memory_id) DO UPDATE
     SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
@@ -86,23 +90,38 @@ def memory_params(items: Sequence[NewMemory]) -> dict[str, Any]:
         "memories": [item.text for item in items],
         "metadata": [None if item.metadata is None else json_text(item.metadata) for item in items],
         "embeddings": vector_params.many([item.embedding for item in items]),
+        "expires_at": [item.expires_at for item in items],
         "source_memory_ids": [item.memory_id for item in items for _ in sorted(set(item.positions))],
         "source_positions": [position for item in items for position in sorted(set(item.positions))],
     }
 
 
 def scope_params(
-    *, org_id: str, user_id: str, agent_id: str, interaction_id: str | None, at: datetime
+    *,
+    org_id: str,
+    user_id: str,
+    agent_id: str,
+    interaction_id: str | None,
+    at: datetime,
+    obtained_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """The parameters of :data:`SCOPE`."""
-    return {"org_id": org_id, "user_id": user_id, "agent_id": agent_id, "interaction_id": interaction_id, "at": at}
+    """The parameters of :data:`SCOPE`: ``at`` is the call's time, ``obtained_at`` the valid time of
+    what it writes (default: ``at``)."""
+    return {
+        "org_id": org_id,
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "interaction_id": interaction_id,
+        "at": at,
+        "obtained_at": at if obtained_at is None else obtained_at,
+    }
 
 
 # The scope of memories written outside a new interaction: given as parameters.
 SCOPE = """
 scope AS (
     SELECT CAST(:org_id AS text) AS org_id, CAST(:user_id AS text) AS user_id, CAST(:agent_id AS text) AS agent_id,
-           CAST(:interaction_id AS text) AS interaction_id, CAST(:at AS timestamptz) AS obtained_at
+           CAST(:interaction_id AS text) AS interaction_id, CAST(:obtained_at AS timestamptz) AS obtained_at
 )"""
 
 
@@ -158,7 +177,8 @@ UPDATE {schema}.memories AS m
 SET memory = :memory,
     embedding = CAST(:embedding AS vector),
     search_text = {schema}.to_search_text(:memory),
-    metadata = CAST(:metadata AS jsonb)
+    metadata = CAST(:metadata AS jsonb),
+    expires_at = CAST(:expires_at AS timestamptz)
 FROM old
 WHERE m.org_id = :org_id AND m.memory_id = old.memory_id
 RETURNING old.memory AS old_memory, old.user_id
@@ -173,8 +193,10 @@ async def rewrite(
     text: str,
     embedding: Sequence[float],
     metadata: dict[str, Any],
+    expires_at: datetime | None,
 ) -> tuple[str, str] | None:
-    """Replace a memory's text, vectors and metadata, keeping its id; (old text, user id), or None if missing."""
+    """Replace a memory's text, vectors, metadata and expiry, keeping its id; (old text, user id), or None
+    if missing."""
     row = (
         await conn.execute(
             sql(conn, REWRITE),
@@ -184,6 +206,7 @@ async def rewrite(
                 "memory": text,
                 "embedding": vector_params.one(embedding),
                 "metadata": json_text(metadata),
+                "expires_at": expires_at,
             },
         )
     ).one_or_none()
@@ -193,17 +216,22 @@ async def rewrite(
 # A memory's new metadata, its text and vectors kept (the mem0-style update without a text).
 SET_METADATA = """
 UPDATE {schema}.memories AS m
-SET metadata = CAST(:metadata AS jsonb)
+SET metadata = CAST(:metadata AS jsonb), expires_at = CAST(:expires_at AS timestamptz)
 WHERE m.org_id = :org_id AND m.memory_id = :memory_id
 RETURNING m.memory AS old_memory, m.user_id
 """
 
 
 async def set_metadata(
-    conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID, metadata: dict[str, Any]
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    memory_id: uuid.UUID,
+    metadata: dict[str, Any],
+    expires_at: datetime | None,
 ) -> tuple[str, str] | None:
-    """Replace a memory's metadata only; (its text, its user id), or None if it is missing."""
-    params = {"org_id": org_id, "memory_id": memory_id, "metadata": json_text(metadata)}
+    """Replace a memory's metadata and expiry only; (its text, its user id), or None if it is missing."""
+    params = {"org_id": org_id, "memory_id": memory_id, "metadata": json_text(metadata), "expires_at": expires_at}
     row = (await conn.execute(sql(conn, SET_METADATA), params)).one_or_none()
     return (row.old_memory, row.user_id) if row else None
 
@@ -259,21 +287,32 @@ FROM {{schema}}.memories AS m
 WHERE m.org_id = :org_id AND m.user_id = :user_id AND m.memory_id = :memory_id
 """
 
-# The user's memories, newest first; two statements because the agent filter is an equality
-# the btree ix_memories_user_agent_recent can serve, which an "IS NULL OR" would hide from it.
+# The user's memories, newest first; the agent filter is an equality the btree
+# ix_memories_user_agent_recent can serve, which an "IS NULL OR" would hide from it. As of a
+# time, the versions current then (timeline.current_at).
 _LIST_FOR_USER = f"""
 SELECT {MEMORY_COLUMNS}
 FROM (
     SELECT * FROM {{schema}}.memories AS listed
-    WHERE listed.org_id = :org_id AND listed.user_id = :user_id {{agent_condition}}
+    WHERE listed.org_id = :org_id AND listed.user_id = :user_id {{agent_condition}} {{as_of_condition}}
     ORDER BY obtained_at DESC, seq DESC
     OFFSET :skip LIMIT :limit
 ) AS m
 {WITH_NAMES_AND_SOURCES}
 ORDER BY m.obtained_at DESC, m.seq DESC
 """
-LIST_FOR_USER = _LIST_FOR_USER.format(schema="{schema}", agent_condition="")
-LIST_FOR_USER_AND_AGENT = _LIST_FOR_USER.format(schema="{schema}", agent_condition="AND agent_id = :agent_id")
+
+
+@lru_cache(maxsize=8)
+def list_statement(agent: bool, clock: str | None) -> str:
+    """The user's memories (the agent's, with ``agent``): every version, or those current at :as_of."""
+    return _LIST_FOR_USER.replace("{agent_condition}", "AND agent_id = :agent_id" if agent else "").replace(
+        "{as_of_condition}", "" if clock is None else "AND " + timeline.current_at("listed", clock)
+    )
+
+
+LIST_FOR_USER = list_statement(False, None)
+LIST_FOR_USER_AND_AGENT = list_statement(True, None)
 
 
 async def get_one(conn: AsyncConnection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> Memory | None:
@@ -283,13 +322,22 @@ async def get_one(conn: AsyncConnection, *, org_id: str, user_id: str, memory_id
 
 
 async def list_for_user(
-    conn: AsyncConnection, *, org_id: str, user_id: str, agent_id: str | None, skip: int, limit: int
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    user_id: str,
+    agent_id: str | None,
+    skip: int,
+    limit: int,
+    as_of: datetime | None = None,
+    clock: str = timeline.VALID,
 ) -> list[Memory]:
     params: dict[str, Any] = {"org_id": org_id, "user_id": user_id, "skip": skip, "limit": limit}
-    statement = LIST_FOR_USER
     if agent_id:
         params["agent_id"] = agent_id
-        statement = LIST_FOR_USER_AND_AGENT
+    if as_of is not None:
+        params["as_of"] = as_of
+    statement = list_statement(bool(agent_id), None if as_of is None else clock)
     return [to_model(row) for row in await conn.execute(sql(conn, statement), params)]
 
 

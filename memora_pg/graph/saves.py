@@ -87,10 +87,12 @@ MESSAGE_ROWS = (
 )
 MEMORY_ROWS = (
     """INSERT INTO {schema}.memories AS m
-    (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata, embedding, search_text)""",
-    "(:org_id, :memory_id#, :user_id, :agent_id, CAST(:interaction_id AS text), :memory#, CAST(:at AS timestamptz),"
-    " coalesce(CAST(:metadata# AS jsonb), '{}'), CAST(:embedding# AS vector),"
-    " CASE WHEN CAST(:embedding# AS vector) IS NOT NULL THEN {schema}.to_search_text(CAST(:memory# AS text)) END)",
+    (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata, embedding, search_text,
+     expires_at)""",
+    "(:org_id, :memory_id#, :user_id, :agent_id, CAST(:interaction_id AS text), :memory#,"
+    " CAST(:obtained_at AS timestamptz), coalesce(CAST(:metadata# AS jsonb), '{}'), CAST(:embedding# AS vector),"
+    " CASE WHEN CAST(:embedding# AS vector) IS NOT NULL THEN {schema}.to_search_text(CAST(:memory# AS text)) END,"
+    " CAST(:expires_at# AS timestamptz))",
     """ON CONFLICT (org_id, memory_id) DO UPDATE
 SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
     embedding = excluded.embedding, search_text = excluded.search_text
@@ -115,7 +117,7 @@ VALUES (:org_id, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method
 
 def _common(params: dict[str, Any]) -> dict[str, Any]:
     """The parameters every row of a write shares (its SCOPE)."""
-    return {name: params[name] for name in ("org_id", "user_id", "agent_id", "interaction_id", "at")}
+    return {name: params[name] for name in ("org_id", "user_id", "agent_id", "interaction_id", "at", "obtained_at")}
 
 
 def alone(arm: str) -> str:
@@ -127,7 +129,7 @@ def alone(arm: str) -> str:
 # A contrary memory supersedes a memory that existed before the call: as a statement of its own
 # after the new memories are in, the link must skip this call's own memories. It reads the old
 # memory pinned to the organization, so Citus plans the whole insert on its shard.
-LINKS_ALONE = alone(versions.LINKS).replace(
+LINKS_ALONE = alone(versions.LINK_ARM).replace(
     "AND old.memory_id = contrary.old_id",
     "AND old.memory_id = contrary.old_id AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))",
 )
@@ -145,9 +147,14 @@ class _Result:
 
 def _memory_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        {"memory_id": memory_id, "memory": memory, "metadata": metadata, "embedding": embedding}
-        for memory_id, memory, metadata, embedding in zip(
-            params["memory_ids"], params["memories"], params["metadata"], params["embeddings"], strict=True
+        {"memory_id": memory_id, "memory": memory, "metadata": metadata, "embedding": embedding, "expires_at": expires}
+        for memory_id, memory, metadata, embedding, expires in zip(
+            params["memory_ids"],
+            params["memories"],
+            params["metadata"],
+            params["embeddings"],
+            params["expires_at"],
+            strict=True,
         )
     ]
 
@@ -175,6 +182,7 @@ async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link
     linked: list[uuid.UUID] = []
     if link and params["new_ids"]:
         linked = list((await conn.execute(sql(conn, LINKS_ALONE), params)).scalars())
+        await versions.clock_linked(conn, org_id=params["org_id"], linked=linked)
     await _audit_alone(conn, params)
     return _Result(written=written, linked=linked)
 
@@ -203,7 +211,7 @@ async def _added_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
 
 
 SAVE = f"""
-WITH owners AS (
+WITH RECURSIVE owners AS (
     SELECT EXISTS (SELECT FROM {{schema}}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
            EXISTS (SELECT FROM {{schema}}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
 ),
@@ -281,7 +289,7 @@ def saved(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Saved:
 
 
 WRITE = f"""
-WITH {SCOPE},
+WITH RECURSIVE {SCOPE},
 {NEW_MEMORIES},
 {SOURCES},
 {versions.LINKS},

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import Float, Integer, Select, and_, bindparam, column, exists, literal, select, text, true
+from sqlalchemy import DateTime, Float, Integer, Select, and_, bindparam, column, exists, literal, select, text, true
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -29,7 +30,7 @@ from memora_pg import vector_params
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.graph import autogen_contents as autogen_contents_rows
-from memora_pg.graph import ranking
+from memora_pg.graph import ranking, timeline
 from memora_pg.models import Memory
 from memora_pg.schema import autogen_contents, memories, memory_updates
 from memora_pg.statements import Statement, run, sql
@@ -108,13 +109,19 @@ class Where:
         return _SHAPES[self.shape[0]](*self.shape[1:])
 
 
-def _memories_condition(user: bool, agent: bool, current_only: bool) -> ColumnElement[bool]:
+def _memories_condition(
+    user: bool, agent: bool, current_only: bool, clock: str | None = None, schema: str | None = None
+) -> ColumnElement[bool]:
     conditions = [memories.c.org_id == bindparam("where_org_id")]
     if user:
         conditions.append(memories.c.user_id == bindparam("where_user_id"))
     if agent:
         conditions.append(memories.c.agent_id == bindparam("where_agent_id"))
-    if current_only:
+    if clock is not None:
+        # As of a time: the versions current then (the clocks' ends are kept on the rows).
+        assert schema is not None
+        conditions.append(timeline.current_condition(schema, clock))
+    elif current_only:
         newer = memory_updates.alias("newer")
         conditions.append(
             ~exists().where(newer.c.org_id == bindparam("where_org_id"), newer.c.old_memory_id == memories.c.memory_id)
@@ -122,7 +129,7 @@ def _memories_condition(user: bool, agent: bool, current_only: bool) -> ColumnEl
     return and_(*conditions)
 
 
-def _autogen_condition(user: bool, agent: bool) -> ColumnElement[bool]:
+def _autogen_condition(user: bool, agent: bool, timed: bool = False) -> ColumnElement[bool]:
     c = autogen_contents.c
     return and_(
         c.org_id == bindparam("where_org_id"),
@@ -130,6 +137,8 @@ def _autogen_condition(user: bool, agent: bool) -> ColumnElement[bool]:
         # "= value" or "IS NULL", so every term can use ix_autogen_contents_namespace.
         c.user_id == bindparam("where_user_id") if user else c.user_id.is_(None),
         c.agent_id == bindparam("where_agent_id") if agent else c.agent_id.is_(None),
+        # As of a time: the entries added by then (an entry has one time, so both clocks agree).
+        c.created_at <= bindparam("where_as_of", type_=DateTime(timezone=True)) if timed else true(),
     )
 
 
@@ -146,25 +155,45 @@ def memories_where(
     agent_id: str | None = None,
     current_only: bool = False,
     also: ColumnElement[bool] | None = None,
+    as_of: datetime | None = None,
+    clock: str = timeline.VALID,
+    schema: str | None = None,
 ) -> Where:
     """The memories a search looks at: the organization's, the user's and the agent's when given,
-    only those no newer version supersedes when ``current_only``, and those matching ``also``."""
-    params = {"where_org_id": org_id, "where_user_id": user_id, "where_agent_id": agent_id}
-    shape = ("memories", user_id is not None, agent_id is not None, current_only)
+    only those no newer version supersedes when ``current_only``, and those matching ``also``.
+
+    With ``as_of`` (and the ``schema``, whose functions hold the rule), only the versions current
+    at that time by ``clock``, whatever ``current_only`` says.
+    """
+    params: dict[str, Any] = {"where_org_id": org_id, "where_user_id": user_id, "where_agent_id": agent_id}
+    timed = as_of is not None
+    if timed:
+        params["where_as_of"] = as_of
+    shape = (
+        "memories",
+        user_id is not None,
+        agent_id is not None,
+        current_only,
+        clock if timed else None,
+        schema if timed else None,
+    )
     if also is None:
         return Where(shape, params)
     return Where(None, {}, and_(_memories_condition(*shape[1:]).params(params), also))
 
 
-def autogen_where(scope: autogen_contents_rows.Scope) -> Where:
-    """The entries of an AutoGen memory's scope (its namespace, and its user and agent or none)."""
-    params = {
+def autogen_where(scope: autogen_contents_rows.Scope, *, as_of: datetime | None = None) -> Where:
+    """The entries of an AutoGen memory's scope (its namespace, and its user and agent or none);
+    with ``as_of``, those added by then."""
+    params: dict[str, Any] = {
         "where_org_id": scope.org_id,
         "where_namespace": scope.namespace,
         "where_user_id": scope.user_id,
         "where_agent_id": scope.agent_id,
     }
-    return Where(("autogen", scope.user_id is not None, scope.agent_id is not None), params)
+    if as_of is not None:
+        params["where_as_of"] = as_of
+    return Where(("autogen", scope.user_id is not None, scope.agent_id is not None, as_of is not None), params)
 
 
 # The AutoGen protocol's entries, ranked the same way within a namespace (neighbours by write order).
@@ -297,7 +326,7 @@ TOP_K = 10
 
 
 @lru_cache(maxsize=32)
-def search_sql(*, user_scope: bool, agent: bool, exclude_superseded: bool) -> str:
+def search_sql(*, user_scope: bool, agent: bool, exclude_superseded: bool, clock: str | None = None) -> str:
     """Upstream Memora's search (``search_mode="upstream"``), as its Qdrant store fuses: the 12 nearest
     memories (kept at cosine >= 0.4) and the 12 best full-text matches, score = sum over the lists
     holding a memory of 1 / (rank + 2), kept above 0.35, top 10."""
@@ -306,7 +335,9 @@ def search_sql(*, user_scope: bool, agent: bool, exclude_superseded: bool) -> st
         filters += " AND m.user_id = :user_id"
     if agent:
         filters += " AND m.agent_id = :agent_id"
-    if exclude_superseded:
+    if clock is not None:
+        filters += " AND " + timeline.current_at("m", clock)
+    elif exclude_superseded:
         filters += (
             " AND NOT EXISTS (SELECT 1 FROM {schema}.memory_updates AS newer"
             " WHERE newer.org_id = m.org_id AND newer.old_memory_id = m.memory_id)"
@@ -379,11 +410,16 @@ async def upstream_search(
     agent_id: str | None,
     exclude_superseded: bool,
     settings: Settings,
+    as_of: datetime | None = None,
+    clock: str = timeline.VALID,
 ) -> list[list[tuple[Memory, float]]]:
     if user_id is None:
         await conn.execute(sql(conn, HNSW_OPTIONS), {"ef": str(settings.hnsw_ef_search)})
     template = search_sql(
-        user_scope=user_id is not None, agent=agent_id is not None, exclude_superseded=exclude_superseded
+        user_scope=user_id is not None,
+        agent=agent_id is not None,
+        exclude_superseded=exclude_superseded,
+        clock=None if as_of is None else clock,
     )
     params: dict[str, Any] = {
         "org_id": org_id,
@@ -391,6 +427,8 @@ async def upstream_search(
         "embeddings": vector_params.many(vectors),
         "queries": list(texts),
     }
+    if as_of is not None:
+        params["as_of"] = as_of
     if user_id is not None:
         params["user_id"] = user_id
     if agent_id is not None:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.graph import timeline
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
 from memora_pg.models import Memory
 from memora_pg.statements import sql
@@ -24,12 +27,58 @@ if TYPE_CHECKING:
     # memories imports this module (a delete repairs chains): NewMemory only types arguments here.
     from memora_pg.graph.memories import NewMemory
 
+# -- the clocks of superseded versions (memora_pg.graph.timeline) ------------------------------
+
+# The versions a new link supersedes get their clocks' ends: the target, and the versions before
+# it whose valid time the new version ends earlier (a back-dated correction). ``{linked}`` gives
+# (the version superseded, the new version's obtained_at and stored_at). A CTE arm; its statement
+# must begin WITH RECURSIVE.
+CLOCK_THE_SUPERSEDED = """
+superseded(memory_id, valid_from, stored_at) AS (
+    {linked}
+  UNION
+    SELECT edge.old_memory_id, superseded.valid_from, superseded.stored_at
+    FROM superseded
+    JOIN {{schema}}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.new_memory_id = superseded.memory_id
+    JOIN {{schema}}.memories AS earlier
+      ON earlier.org_id = :org_id AND earlier.memory_id = edge.old_memory_id
+    WHERE earlier.valid_until IS NULL OR earlier.valid_until > superseded.valid_from
+),
+clocked AS (
+    UPDATE {{schema}}.memories AS m
+    SET valid_until = least(m.valid_until, ends.valid_from), superseded_at = least(m.superseded_at, ends.stored_at)
+    FROM (
+        SELECT memory_id, min(valid_from) AS valid_from, min(stored_at) AS stored_at FROM superseded GROUP BY memory_id
+    ) AS ends
+    WHERE m.org_id = :org_id AND m.memory_id = ends.memory_id
+)"""
+
+# The same as a statement of its own, after links were written: for the memories :linked.
+CLOCK_LINKED = (
+    "WITH RECURSIVE "
+    + CLOCK_THE_SUPERSEDED.format(
+        linked="""SELECT edge.old_memory_id, new.obtained_at, coalesce(new.stored_at, new.obtained_at)
+    FROM {schema}.memory_updates AS edge
+    JOIN {schema}.memories AS new ON new.org_id = :org_id AND new.memory_id = edge.new_memory_id
+    WHERE edge.org_id = :org_id AND edge.new_memory_id = ANY(CAST(:linked AS uuid[]))"""
+    ).strip()
+    + "\nSELECT count(*) FROM superseded"
+)
+
+
+async def clock_linked(conn: AsyncConnection, *, org_id: str, linked: Sequence[uuid.UUID]) -> None:
+    """End the clocks of the versions the memories ``linked`` (just linked) supersede."""
+    if linked:
+        await conn.execute(sql(conn, CLOCK_LINKED), {"org_id": org_id, "linked": list(linked)})
+
+
 # -- linking ---------------------------------------------------------------------------------
 
 # A CTE arm of a statement that has just written memories: each contrary memory supersedes an
 # existing memory of the same organization and user only (the statement's snapshot is taken
 # before its own inserts, so the target existed before the call).
-LINKS = """
+LINK_ARM = """
 links AS (
     INSERT INTO {schema}.memory_updates (org_id, new_memory_id, old_memory_id)
     SELECT old.org_id, contrary.new_id, old.memory_id
@@ -37,8 +86,15 @@ links AS (
          unnest(CAST(:new_ids AS uuid[]), CAST(:old_ids AS uuid[])) AS contrary(new_id, old_id)
          JOIN {schema}.memories AS old
            ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id
-    RETURNING new_memory_id
+    RETURNING new_memory_id, old_memory_id
 )"""
+
+# The links and the clocks they end, as CTE arms (the new versions were stored now, by this statement).
+LINKS = (
+    LINK_ARM
+    + ",\n"
+    + CLOCK_THE_SUPERSEDED.format(linked="SELECT links.old_memory_id, scope.obtained_at, now() FROM links, scope")
+)
 
 
 def link_params(items: Sequence[NewMemory]) -> dict[str, list[uuid.UUID]]:
@@ -117,25 +173,56 @@ async def link_linear(
         return []
     params = {"org_id": org_id, "user_id": user_id}
     await conn.execute(sql(conn, LOCK_CHAIN_ROOTS), {**params, "old_ids": [item.supersedes for item in contrary]})
-    left = []
+    left: list[uuid.UUID] = []
+    linked: list[uuid.UUID] = []
     for item in contrary:
-        linked = await conn.execute(
+        link = await conn.execute(
             sql(conn, LINK_TO_CURRENT), {**params, "old_id": item.supersedes, "new_id": item.memory_id}
         )
-        if linked.one_or_none() is None:
-            left.append(item.memory_id)
+        (left if link.one_or_none() is None else linked).append(item.memory_id)
+    await clock_linked(conn, org_id=org_id, linked=linked)
     return left
 
 
 # -- repairing on delete -----------------------------------------------------------------------
 
 # Successors of the doomed memories (those of the organization named in :memory_ids, and of
-# the user :user_id unless it is null) are re-attached to the nearest predecessor that survives.
+# the user :user_id unless it is null) are re-attached to the nearest predecessor that survives,
+# and every surviving version before a doomed one gets its clocks' ends again from the later
+# versions that survive: a deleted version leaves no trace in any clock.
 RELINK_AROUND = """
 WITH RECURSIVE doomed AS (
     SELECT memory_id FROM {schema}.memories
     WHERE org_id = :org_id AND memory_id = ANY(CAST(:memory_ids AS uuid[]))
       AND (CAST(:user_id AS text) IS NULL OR user_id = :user_id)
+), before_doomed(memory_id) AS (
+    SELECT edge.old_memory_id FROM {schema}.memory_updates AS edge
+    WHERE edge.org_id = :org_id AND edge.new_memory_id IN (SELECT memory_id FROM doomed)
+  UNION
+    SELECT edge.old_memory_id
+    FROM before_doomed JOIN {schema}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.new_memory_id = before_doomed.memory_id
+), later(ancestor, memory_id) AS (
+    SELECT edge.old_memory_id, edge.new_memory_id FROM {schema}.memory_updates AS edge
+    WHERE edge.org_id = :org_id AND edge.old_memory_id IN (SELECT memory_id FROM before_doomed)
+  UNION
+    SELECT later.ancestor, edge.new_memory_id
+    FROM later JOIN {schema}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.old_memory_id = later.memory_id
+), reclocked AS (
+    UPDATE {schema}.memories AS m
+    SET valid_until = ends.valid_until, superseded_at = ends.superseded_at
+    FROM (
+        SELECT later.ancestor AS memory_id,
+               min(survivor.obtained_at) AS valid_until,
+               min(coalesce(survivor.stored_at, survivor.obtained_at)) AS superseded_at
+        FROM later
+        LEFT JOIN {schema}.memories AS survivor
+          ON survivor.org_id = :org_id AND survivor.memory_id = later.memory_id
+         AND survivor.memory_id NOT IN (SELECT memory_id FROM doomed)
+        GROUP BY later.ancestor
+    ) AS ends
+    WHERE m.org_id = :org_id AND m.memory_id = ends.memory_id AND m.memory_id NOT IN (SELECT memory_id FROM doomed)
 ), climb(new_memory_id, ancestor) AS (
     SELECT edge.new_memory_id, edge.old_memory_id
     FROM {schema}.memory_updates AS edge
@@ -172,11 +259,12 @@ async def relink_around(
 # -- reading ---------------------------------------------------------------------------------
 
 # The memory and its predecessors, newest first: history walks CONTRARY_UPDATE edges backwards.
-HISTORY = f"""
+# ``{begun}`` keeps the versions that had begun by the as-of time (true: all of them).
+_HISTORY = f"""
 WITH RECURSIVE older(depth, memory_id) AS (
     SELECT 0, memory_id
-    FROM {{schema}}.memories
-    WHERE org_id = :org_id AND user_id = :user_id AND memory_id = :memory_id
+    FROM {{schema}}.memories AS m
+    WHERE org_id = :org_id AND user_id = :user_id AND memory_id = :memory_id AND {{begun}}
   UNION ALL
     SELECT older.depth + 1, edge.old_memory_id
     FROM older
@@ -188,13 +276,25 @@ SELECT {MEMORY_COLUMNS}
 FROM older
 JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = older.memory_id
 {WITH_NAMES_AND_SOURCES}
+WHERE {{begun}}
 ORDER BY older.depth
 """
 
+
+@lru_cache(maxsize=4)
+def history_statement(clock: str | None) -> str:
+    """The history of one memory: all of it, or as it stood at :as_of by ``clock``."""
+    begun = "true" if clock is None else timeline.begun_by("m", clock)
+    return _HISTORY.replace("{begun}", begun)
+
+
+HISTORY = history_statement(None)
+
 # Each requested memory (all of the organization :org_id) is replaced by its current version(s):
-# every memory reachable through newer-version edges that has no newer version itself. Results
-# keep the order of the first request that reached them; versions reached from one request come
-# newest first. Every table is pinned to :org_id, so Citus runs it on the organization's shard.
+# every memory reachable through newer-version edges that has no newer version itself and has not
+# expired. Results keep the order of the first request that reached them; versions reached from
+# one request come newest first. Every table is pinned to :org_id, so Citus runs it on the
+# organization's shard.
 RESOLVE = f"""
 WITH RECURSIVE requested AS (
     SELECT *
@@ -226,13 +326,74 @@ SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
 FROM latest
 JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
 {WITH_NAMES_AND_SOURCES}
+WHERE {timeline.unexpired("m")}
+ORDER BY latest.batch, latest.first_pos, m.seq DESC
+"""
+
+# As of :as_of, each requested memory is replaced by the versions of its lineage (the versions
+# before it and after it) that were current then: the same walk, both ways, and the clock's rule.
+_RESOLVE_AS_OF = f"""
+WITH RECURSIVE requested AS (
+    SELECT *
+    FROM unnest(
+        CAST(:batches AS int[]), CAST(:positions AS int[]), CAST(:user_ids AS text[]), CAST(:memory_ids AS uuid[])
+    ) AS r(batch, pos, user_id, memory_id)
+), found AS (
+    SELECT requested.batch, requested.pos, found.memory_id
+    FROM requested
+    JOIN {{schema}}.memories AS found
+      ON found.org_id = :org_id
+     AND found.user_id = requested.user_id
+     AND found.memory_id = requested.memory_id
+), newer(batch, pos, memory_id) AS (
+    SELECT batch, pos, memory_id FROM found
+  UNION
+    SELECT newer.batch, newer.pos, edge.new_memory_id
+    FROM newer
+    JOIN {{schema}}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
+), older(batch, pos, memory_id) AS (
+    SELECT batch, pos, memory_id FROM found
+  UNION
+    SELECT older.batch, older.pos, edge.old_memory_id
+    FROM older
+    JOIN {{schema}}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.new_memory_id = older.memory_id
+), latest AS (
+    SELECT batch, min(pos) AS first_pos, memory_id
+    FROM (SELECT * FROM newer UNION ALL SELECT * FROM older) AS lineage
+    GROUP BY batch, memory_id
+)
+SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
+FROM latest
+JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
+{WITH_NAMES_AND_SOURCES}
+WHERE {{current}}
 ORDER BY latest.batch, latest.first_pos, m.seq DESC
 """
 
 
-async def history(conn: AsyncConnection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> list[Memory]:
-    result = await conn.execute(sql(conn, HISTORY), {"org_id": org_id, "user_id": user_id, "memory_id": memory_id})
-    return [to_model(row) for row in result]
+@lru_cache(maxsize=4)
+def resolve_statement(clock: str | None) -> str:
+    """The resolved fetch: the current versions now (None), or at :as_of by ``clock``."""
+    if clock is None:
+        return RESOLVE
+    return _RESOLVE_AS_OF.replace("{current}", timeline.current_at("m", clock))
+
+
+async def history(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    user_id: str,
+    memory_id: uuid.UUID,
+    as_of: datetime | None = None,
+    clock: str = timeline.VALID,
+) -> list[Memory]:
+    """The memory and the versions before it, newest first; as it stood at ``as_of`` when given."""
+    statement = history_statement(None if as_of is None else clock)
+    params = {"org_id": org_id, "user_id": user_id, "memory_id": memory_id, "as_of": as_of}
+    return [to_model(row) for row in await conn.execute(sql(conn, statement), params)]
 
 
 @dataclass(frozen=True)
@@ -244,8 +405,15 @@ class Requested:
     memory_id: uuid.UUID
 
 
-async def resolve(conn: AsyncConnection, requests: Sequence[Requested], batches: int) -> list[list[Memory]]:
-    """The current versions of the requested memories, one list per batch.
+async def resolve(
+    conn: AsyncConnection,
+    requests: Sequence[Requested],
+    batches: int,
+    *,
+    as_of: datetime | None = None,
+    clock: str = timeline.VALID,
+) -> list[list[Memory]]:
+    """The current versions of the requested memories (now, or at ``as_of`` by ``clock``), one list per batch.
 
     One statement per organization among the requests (one in the common case): a statement is
     pinned to its organization, which is what a Citus cluster needs to run it on one shard.
@@ -258,9 +426,10 @@ async def resolve(conn: AsyncConnection, requests: Sequence[Requested], batches:
     for org_id, group in by_org.items():
         found.extend(
             await conn.execute(
-                sql(conn, RESOLVE),
+                sql(conn, resolve_statement(None if as_of is None else clock)),
                 {
                     "org_id": org_id,
+                    "as_of": as_of,
                     "batches": [r.batch for r in group],
                     "positions": [r.position for r in group],
                     "user_ids": [r.user_id for r in group],

@@ -17,13 +17,13 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import and_
+from sqlalchemy import ColumnElement, and_, true
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
-from memora_pg.errors import LLMError
-from memora_pg.graph import audit, history, memories, orgs, saves, search
+from memora_pg.errors import InvalidInputError, LLMError
+from memora_pg.graph import audit, history, memories, orgs, saves, search, timeline
 from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
@@ -45,6 +45,7 @@ from memora_pg.mem0.shapes import (
     event_of,
     existing_id,
     expiration_of,
+    expires_at_of,
     item_of,
     json_metadata,
     messages_of,
@@ -52,6 +53,7 @@ from memora_pg.mem0.shapes import (
     now_iso,
     number_of,
     scope_of,
+    timestamp_of,
     top_k_of,
     with_vector,
 )
@@ -151,13 +153,17 @@ class AsyncMemory:
         memory_type: str | None = None,
         prompt: str | None = None,
         expiration_date: Any = None,
+        timestamp: Any = None,
     ) -> dict[str, Any]:
         """Remember ``messages``: facts chosen by the language model (``infer=True``) or the messages as given.
 
         ``metadata["created_at"]`` (an ISO 8601 timestamp) dates the new memories; identity keys
         in ``metadata`` (user_id, agent_id, run_id, actor_id) are ignored with a warning, as in
-        mem0. ``expiration_date`` (a date, datetime or YYYY-MM-DD string) is kept in the
-        memories' metadata; once it is past (UTC) they are hidden from search and get_all.
+        mem0. ``timestamp`` (Unix seconds or a datetime, as on mem0's platform) is when the memories
+        were created: it is used instead of the current time and dates them in valid time (it wins
+        over ``metadata["created_at"]``). ``expiration_date`` (a date, datetime or YYYY-MM-DD
+        string) is kept in the memories' metadata; once it is past (UTC) they are no longer
+        current: hidden from search and get_all, still in their history.
         """
         scope = scope_of(user_id, agent_id, run_id)
         if metadata is not None and not isinstance(metadata, dict):
@@ -167,7 +173,10 @@ class AsyncMemory:
         conversation = messages_of(messages)
         base = caller_metadata(metadata, {}, "add()")
         stamp = (metadata or {}).get("created_at")
-        at = created_at_of(stamp) if stamp is not None else datetime.now(timezone.utc)
+        if timestamp is not None:
+            at = timestamp_of(timestamp)
+        else:
+            at = created_at_of(stamp) if stamp is not None else datetime.now(timezone.utc)
         expiration = expiration_of(expiration_date)
         if expiration is not None:
             base[EXPIRATION] = expiration
@@ -320,6 +329,7 @@ class AsyncMemory:
                     text=new_text,
                     embedding=vector,
                     metadata=meta,
+                    expires_at=expires_at_of(meta),
                 )
                 if changed is None:
                     raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
@@ -356,6 +366,17 @@ class AsyncMemory:
             audited=audited,
         )
 
+    def _current(self, as_of: object, clock: object, show_expired: bool) -> ColumnElement[bool]:
+        """The memories a read shows: unexpired ones now, or those current at ``as_of`` by ``clock``
+        (expired ones too with ``show_expired``)."""
+        try:
+            at, checked = timeline.check_as_of(as_of), timeline.check_clock(clock)
+        except InvalidInputError as error:
+            raise DuragValidationError(str(error)) from error
+        if at is None:
+            return true() if show_expired else timeline.unexpired_condition()
+        return timeline.current_condition(self._db.schema, checked, at=at, expiry=not show_expired)
+
     def _audited(self, method: str, user_id: str | None, results: Sequence[dict[str, Any]]) -> audit.Entry | None:
         """The audit row of a public call (None when auditing is off); ``user_id`` only when the call
         wrote that user's row for sure."""
@@ -383,6 +404,8 @@ class AsyncMemory:
         threshold: float | None = 0.1,
         rerank: bool = False,
         show_expired: bool = False,
+        as_of: datetime | None = None,
+        as_of_clock: str = "valid",
         **kwargs: Any,
     ) -> dict[str, Any]:
         """The ``top_k`` (default 20) memories most similar to ``query`` under ``filters``, best first.
@@ -390,7 +413,8 @@ class AsyncMemory:
         ``threshold`` (0 to 1) is the lowest score kept; 0 or None keeps every hit. ``limit=`` is
         accepted for ``top_k`` and top-level ``user_id=``/``agent_id=``/``run_id=`` are folded into
         the filters (autogen-ext's Mem0Memory sends both). Expired memories are left out unless
-        ``show_expired``.
+        ``show_expired``. ``as_of`` (a datetime) searches the memories current at that time, by
+        valid time (``as_of_clock="valid"``) or by system time (``"system"``).
         """
         if not isinstance(query, str) or not query.strip():
             raise DuragValidationError("query must be a non-empty string.")
@@ -398,8 +422,7 @@ class AsyncMemory:
         top_k = top_k_of(top_k, kwargs)
         threshold = check_threshold(threshold)
         combined, where = combined_filters(filters, kwargs)
-        if not show_expired:
-            where = and_(where, filter_language.unexpired(_today()))
+        where = and_(where, self._current(as_of, as_of_clock, show_expired))
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         if top_k == 0:
@@ -439,14 +462,15 @@ class AsyncMemory:
         filters: dict[str, Any] | None = None,
         top_k: int | None = None,
         show_expired: bool = False,
+        as_of: datetime | None = None,
+        as_of_clock: str = "valid",
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Up to ``top_k`` (default 20) memories matching ``filters``, newest first; expired ones
-        only with ``show_expired``."""
+        only with ``show_expired``; ``as_of`` as in :meth:`search`."""
         top_k = top_k_of(top_k, kwargs)
         _, where = combined_filters(filters, kwargs)
-        if not show_expired:
-            where = and_(where, filter_language.unexpired(_today()))
+        where = and_(where, self._current(as_of, as_of_clock, show_expired))
         await self._prepare()
         if top_k == 0:
             return {"results": []}
@@ -527,7 +551,9 @@ class AsyncMemory:
                 {**current, **caller_metadata(changes, current, "update()"), "updated_at": now_iso()}
             )
             if text is None or vector is None:
-                changed = await memories.set_metadata(conn, org_id=self.org_id, memory_id=parsed, metadata=merged)
+                changed = await memories.set_metadata(
+                    conn, org_id=self.org_id, memory_id=parsed, metadata=merged, expires_at=expires_at_of(merged)
+                )
                 new_text = changed[0] if changed else ""
             else:
                 changed = await memories.rewrite(
@@ -537,6 +563,7 @@ class AsyncMemory:
                     text=text,
                     embedding=vector,
                     metadata=merged,
+                    expires_at=expires_at_of(merged),
                 )
                 new_text = text
             if changed is None:
@@ -598,11 +625,6 @@ class AsyncMemory:
         await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
             await orgs.delete(conn, org_id=self.org_id)
-
-
-def _today() -> str:
-    """Today's date in UTC (YYYY-MM-DD): memories whose expiration_date is earlier are expired."""
-    return datetime.now(timezone.utc).date().isoformat()
 
 
 def _session(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:

@@ -6,8 +6,8 @@ import hashlib
 import json
 import logging
 import uuid
-from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from dataclasses import dataclass, replace
+from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement
@@ -209,7 +209,34 @@ def actor_of(message: dict[str, str]) -> dict[str, str]:
 
 def new_memory(text: str, metadata: dict[str, Any]) -> NewMemory:
     check.memory_text(text)
-    return NewMemory(memory_id=uuid.uuid4(), text=text, positions=(), metadata=json_metadata(metadata))
+    return NewMemory(
+        memory_id=uuid.uuid4(),
+        text=text,
+        positions=(),
+        metadata=json_metadata(metadata),
+        expires_at=expires_at_of(metadata),
+    )
+
+
+def expires_at_of(metadata: dict[str, Any] | None) -> datetime | None:
+    """When a memory with this metadata stops being current: the end (UTC) of its ``expiration_date``,
+    the last day mem0 shows it."""
+    expiration = (metadata or {}).get(EXPIRATION)
+    if not isinstance(expiration, str):
+        return None
+    return datetime.combine(date.fromisoformat(expiration) + timedelta(days=1), time(), tzinfo=timezone.utc)
+
+
+def timestamp_of(value: object) -> datetime:
+    """``add(timestamp=...)``: when the memories were created, as Unix seconds or a datetime (naive: UTC)."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DuragValidationError("timestamp must be a Unix timestamp (seconds) or a datetime.")
+    try:
+        return datetime.fromtimestamp(value, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError) as error:
+        raise DuragValidationError(f"timestamp is out of range: {value!r}") from error
 
 
 def json_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -222,7 +249,7 @@ def json_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_vector(item: NewMemory, vector: list[float]) -> NewMemory:
-    return NewMemory(memory_id=item.memory_id, text=item.text, positions=(), embedding=vector, metadata=item.metadata)
+    return replace(item, positions=(), embedding=vector)
 
 
 def event_of(item: NewMemory, event: str, *, raw: bool = False) -> dict[str, Any]:

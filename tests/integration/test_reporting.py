@@ -27,6 +27,7 @@ VIEWS = {
     "memory_growth_daily",
     "interactions_per_agent",
     "orphaned_memories",
+    "memory_timeline",
 }
 EVE = "Eve <script>alert('x')</script>"
 
@@ -322,6 +323,7 @@ async def test_views_filter_by_organization(engine: AsyncEngine, built: Built) -
         "current_memories": 1,
         "interactions_per_agent": 1,
         "memory_growth_daily": 1,
+        "memory_timeline": 1,
         "orphaned_memories": 0,
     }
 
@@ -435,7 +437,8 @@ async def _views(url: str, schema: str) -> dict[str, list[str] | None]:
 
 
 async def test_views_migrate_up_down_and_up(fresh_database: str) -> None:
-    """0004 creates the five views (with the invoker's rights), drops them on downgrade, and creates them again."""
+    """0004 and 0008 create the six views (with the invoker's rights), drops them on downgrade, and creates them
+    again."""
     engine = create_async_engine(fresh_database)
     options = MigrationOptions(schema="reports")
     try:
