@@ -73,6 +73,33 @@ async def clock_linked(conn: AsyncConnection, *, org_id: str, linked: Sequence[u
         await conn.execute(sql(conn, CLOCK_LINKED), {"org_id": org_id, "linked": list(linked)})
 
 
+# Every chain of an organization clocked from scratch: each version's clocks end at the earliest
+# start among its later versions (after an import, whose export may predate the clocks).
+CLOCK_ORGANIZATION = """
+WITH RECURSIVE later(ancestor, memory_id) AS (
+    SELECT old_memory_id, new_memory_id FROM {schema}.memory_updates WHERE org_id = :org_id
+  UNION
+    SELECT later.ancestor, edge.new_memory_id
+    FROM later JOIN {schema}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.old_memory_id = later.memory_id
+)
+UPDATE {schema}.memories AS m
+SET valid_until = ends.valid_until, superseded_at = ends.superseded_at
+FROM (
+    SELECT later.ancestor AS memory_id, min(v.obtained_at) AS valid_until,
+           min(coalesce(v.stored_at, v.obtained_at)) AS superseded_at
+    FROM later JOIN {schema}.memories AS v ON v.org_id = :org_id AND v.memory_id = later.memory_id
+    GROUP BY later.ancestor
+) AS ends
+WHERE m.org_id = :org_id AND m.memory_id = ends.memory_id
+"""
+
+
+async def clock_organization(conn: AsyncConnection, *, org_id: str) -> None:
+    """Set the clocks' ends of every version of the organization from its chains."""
+    await conn.execute(sql(conn, CLOCK_ORGANIZATION), {"org_id": org_id})
+
+
 # -- linking ---------------------------------------------------------------------------------
 
 # A CTE arm of a statement that has just written memories: each contrary memory supersedes an

@@ -9,6 +9,8 @@ the saves, read from the server's clock.
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta, timezone
@@ -16,14 +18,16 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import InvalidInputError, PostgresGraphDB
+from memora_pg import InvalidInputError, PostgresGraphDB, migrations
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
 from memora_pg.config import Settings
+from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory, DuragValidationError
 from memora_pg.models import Memory
+from memora_pg.ops import transfer
 from memora_pg.testing import FakeOpenAIServer
 from memora_pg.vector import PgVectorDB
 from tests.conftest import TEST_SCHEMA
@@ -403,3 +407,64 @@ async def test_postgres_memory_query_as_of(engine: AsyncEngine, settings: Settin
             await memory.query("build", as_of="yesterday")
     finally:
         await memory.close()
+
+
+# -- export and import ------------------------------------------------------------------------
+
+
+async def _timeline(url: str, org_id: str) -> list[tuple[Any, ...]]:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text(
+                    f"SELECT memory_id, supersedes, valid_from, valid_to, system_from, system_to, expires_at"
+                    f" FROM {TEST_SCHEMA}.memory_timeline WHERE org_id = :org ORDER BY memory_id"
+                ),
+                {"org": org_id},
+            )
+            return [tuple(row) for row in rows]
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("older_export", [False, True], ids=["with-clocks", "export-without-clocks"])
+async def test_export_and_import_keep_both_clocks(
+    graph: PostgresGraphDB, chain: Chain, database_url: str, fresh_database: str, older_export: bool
+) -> None:
+    """The clocks survive a round trip; an export written before them gets them back from its chains."""
+    engine = create_async_engine(fresh_database)
+    try:
+        await migrations.upgrade(engine, migrations.MigrationOptions(schema=TEST_SCHEMA))
+    finally:
+        await engine.dispose()
+    out = io.StringIO()
+    await transfer.export(graph.database, out)
+    exported = out.getvalue()
+    if older_export:
+        lines = []
+        for line in exported.splitlines():
+            record = json.loads(line)
+            if record.get("type") == "memories":
+                for key in ("valid_until", "superseded_at"):
+                    record.pop(key, None)
+            lines.append(json.dumps(record))
+        exported = "\n".join(lines) + "\n"
+    target = Database(fresh_database, settings=Settings(database_url=fresh_database, db_schema=TEST_SCHEMA))
+    try:
+        await transfer.import_(target, io.StringIO(exported))
+    finally:
+        await target.close()
+    assert await _timeline(fresh_database, chain.w.org_id) == await _timeline(database_url, chain.w.org_id)
+    imported = PostgresGraphDB(
+        fresh_database,
+        settings=Settings(database_url=fresh_database, db_schema=TEST_SCHEMA),
+        embedder=HashEmbedder(384),
+    )
+    try:
+        for instant, clock in ((day(3), "valid"), (day(7), "valid"), (chain.t["B"], "system")):
+            assert _ids(
+                await imported.fetch_user_memories_resolved([chain.ref("A")], as_of=instant, as_of_clock=clock)
+            ) == _ids(await graph.fetch_user_memories_resolved([chain.ref("A")], as_of=instant, as_of_clock=clock))
+    finally:
+        await imported.close()

@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import Settings, vector_params
 from memora_pg.db import with_vector_codec
-from memora_pg.graph import memories, search
+from memora_pg.graph import memories, search, versions
 from memora_pg.graph.filters import compile_filters
 from memora_pg.graph.search import nearest_statement, query_vectors, search_sql
 from memora_pg.migrations import MigrationOptions, upgrade
@@ -32,13 +33,22 @@ INSERT INTO memora.users (org_id, user_id, user_name)
 SELECT org_id, 'u' || g, 'user ' || g FROM generate_series(1, {users}) AS g, (VALUES ('org'), ('other')) AS o(org_id);
 INSERT INTO memora.memories
     (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text, metadata)
-SELECT CASE WHEN g % 10 = 0 THEN 'other' ELSE 'org' END, gen_random_uuid(), 'u' || (g % {users} + 1), 'agent',
+SELECT CASE WHEN g % 10 = 0 THEN 'other' ELSE 'org' END, md5('m' || g)::uuid, 'u' || (g % {users} + 1), 'agent',
        'memory number ' || g, now() - g * interval '1 minute',
        (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, {dims}) AS d)::vector,
        to_tsvector('simple', 'memory number ' || g),
        jsonb_build_object('category', CASE WHEN g % 100 = 1 THEN 'rare' ELSE 'common' END, 'n', g)
 FROM generate_series(1, {rows}) AS g;
+INSERT INTO memora.memory_updates (org_id, new_memory_id, old_memory_id)
+SELECT 'org', md5('m' || g)::uuid, md5('m' || (g - {users}))::uuid
+FROM generate_series({users} + 1, {rows}) AS g WHERE g % 10 <> 0 AND g % 3 = 0;
+UPDATE memora.memories AS old
+SET valid_until = new.obtained_at, superseded_at = new.stored_at
+FROM memora.memory_updates AS edge JOIN memora.memories AS new
+  ON new.org_id = edge.org_id AND new.memory_id = edge.new_memory_id
+WHERE old.org_id = edge.org_id AND old.memory_id = edge.old_memory_id;
 ANALYZE memora.memories;
+ANALYZE memora.memory_updates;
 """
 
 
@@ -222,3 +232,83 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     nodes = plan_nodes(await _explain_core(seeded, broad, params))
     if scale[1] >= 10_000:
         assert ("Index Scan", "ix_memories_embedding_hnsw", "memories") in nodes
+
+
+# -- as-of reads (memory through time) -----------------------------------------------------------
+
+AS_OF = datetime(2026, 6, 1, tzinfo=timezone.utc)
+
+
+@pytest.mark.parametrize("clock", ["valid", "system"])
+async def test_as_of_resolved_fetch_walks_the_keys(seeded: AsyncEngine, scale: tuple[str, int], clock: str) -> None:
+    """An as-of resolved fetch of 100 memories walks the chains by their keys, both ways, at scale never a scan."""
+    async with seeded.connect() as conn:
+        ids = list(
+            (
+                await conn.execute(
+                    text("SELECT memory_id FROM memora.memories WHERE org_id = 'org' AND user_id = 'u7' LIMIT 100")
+                )
+            ).scalars()
+        )
+    params = {
+        "org_id": "org",
+        "as_of": AS_OF,
+        "batches": [0] * len(ids),
+        "positions": list(range(len(ids))),
+        "user_ids": ["u7"] * len(ids),
+        "memory_ids": ids,
+    }
+    nodes = plan_nodes(await _explain(seeded, versions.resolve_statement(clock), params))
+    if scale[1] >= 10_000:
+        # (A table of 500 rows is read whole, which is cheaper.)
+        assert ("Seq Scan", None, "memories") not in nodes
+        assert ("Seq Scan", None, "memory_updates") not in nodes
+        used = {index for _, index, _ in nodes}
+        assert "pk_memories" in used
+        assert {"pk_memory_updates", "ix_memory_updates_org_id_old_memory_id"} <= used
+
+
+@pytest.mark.parametrize(("clock", "index"), [("valid", "ix_memories_user_recent"), ("system", "ix_memories_user_")])
+async def test_as_of_listing_uses_a_user_index(
+    seeded: AsyncEngine, scale: tuple[str, int], clock: str, index: str
+) -> None:
+    """get_all_user_memories as of a time reads the user's rows by a (org_id, user_id, ...) btree."""
+    params = {"org_id": "org", "user_id": "u7", "skip": 0, "limit": 50, "as_of": AS_OF}
+    nodes = plan_nodes(await _explain(seeded, memories.list_statement(False, clock), params))
+    assert ("Seq Scan", None, "memories") not in nodes
+    assert any((used or "").startswith(index) for _, used, _ in nodes)
+
+
+@pytest.mark.parametrize(
+    ("clock", "index"), [("valid", "ix_memories_user_recent"), ("system", "ix_memories_user_stored")]
+)
+async def test_memories_as_of_is_inlined_into_the_query(
+    seeded: AsyncEngine, scale: tuple[str, int], clock: str, index: str
+) -> None:
+    """memories_as_of() is a SQL function PostgreSQL inlines: a report's condition on the user, and the
+    clock's own range condition, reach the user's btree."""
+    statement = (
+        "SELECT memory_id FROM {schema}.memories_as_of(CAST(:at AS timestamptz), '" + clock + "')"
+        " WHERE org_id = 'org' AND user_id = 'u7'"
+    )
+    nodes = plan_nodes(await _explain(seeded, statement, {"at": datetime(2000, 1, 1, tzinfo=timezone.utc)}))
+    assert ("Seq Scan", None, "memories") not in nodes
+    if scale[1] >= 10_000:
+        assert any(used == index for _, used, _ in nodes), nodes
+
+
+async def test_as_of_user_search_uses_the_user_btree(seeded: AsyncEngine, scale: tuple[str, int]) -> None:
+    statement = search.statement(
+        search.MEMORIES,
+        schema="memora",
+        where=search.memories_where("org", user_id="u7", as_of=AS_OF, schema="memora"),
+        vectors=[[0.1] * DIMENSIONS],
+        texts=["memory number 7"],
+        k=10,
+        exact=True,
+        mode="hybrid",
+        settings=Settings(),
+    )
+    nodes = plan_nodes(await _explain_core(seeded, statement.sql, statement.params))
+    assert ("Seq Scan", None, "memories") not in nodes
+    assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)

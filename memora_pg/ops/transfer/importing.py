@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.db import Database
 from memora_pg.errors import AlreadyExistsError, ConfigurationError, InvalidInputError, translate
+from memora_pg.graph import versions
 from memora_pg.ops.indexes import raise_build_memory
 from memora_pg.ops.transfer.records import (
     BY_NAME,
@@ -87,6 +88,9 @@ async def import_(
             for definition in set_aside:
                 await conn.execute(text(definition))
             await _advance_identities(conn, database.schema)
+            # The clocks' ends follow from the chains: an export written before they existed has none.
+            for org_id in sorted(replay.chained):
+                await versions.clock_organization(conn, org_id=org_id)
     return replay.counts
 
 
@@ -124,6 +128,8 @@ class _Replay:
         self.table: Table | None = None
         self.rows: list[dict[str, Any]] = []
         self.first_line = 0
+        # The organizations with version chains among the rows.
+        self.chained: set[str] = set()
 
     async def run(self, records: Iterator[tuple[int, dict[str, Any]]]) -> None:
         last = 1
@@ -148,7 +154,10 @@ class _Replay:
                     )
                 await self.flush()
                 self.table, self.first_line = table, number
-            self.rows.append(decode(table, record, number, self.dimensions))
+            row = decode(table, record, number, self.dimensions)
+            if kind == "memory_updates":
+                self.chained.add(row["org_id"])
+            self.rows.append(row)
             self.counts[kind] += 1
             if len(self.rows) >= self.batch_size:
                 await self.flush()
