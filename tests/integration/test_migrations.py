@@ -113,6 +113,10 @@ def test_offline_sql_script_is_reviewable() -> None:
     assert "VECTOR(768)" in script
     assert "USING hnsw" in script
     assert "dba_review.alembic_version" in script
+    # Memory through time (0008): the clocks, the report function and view, the chains' backfill.
+    assert 'CREATE FUNCTION "dba_review".memories_as_of(at timestamptz' in script
+    assert 'CREATE VIEW "dba_review".memory_timeline' in script
+    assert "WITH RECURSIVE later(org_id, ancestor, memory_id)" in script
 
 
 def test_alembic_command_line_uses_package_settings(fresh_database: str) -> None:
@@ -197,3 +201,43 @@ async def test_constraint_names_follow_the_convention_once(database_url: str) ->
         prefix = name.split("_", 1)[0]
         assert prefix in ("pk", "fk", "ck", "uq"), name
         assert name.count(prefix + "_") == 1 or prefix == "fk", name
+
+
+async def test_0008_clocks_the_chains_already_stored(fresh_database: str) -> None:
+    """Upgrading a database with chains and mem0 expiration dates gives every version its clocks' ends."""
+    engine = create_async_engine(fresh_database)
+    options = MigrationOptions(schema="older")
+    seed = """
+    INSERT INTO older.organizations (org_id, org_name) VALUES ('o', 'O');
+    INSERT INTO older.users (org_id, user_id, user_name) VALUES ('o', 'u', 'U');
+    INSERT INTO older.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, metadata) VALUES
+      ('o', md5('a')::uuid, 'u', 'g', 'a', '2026-01-01Z', '{}'),
+      ('o', md5('b')::uuid, 'u', 'g', 'b', '2026-01-10Z', '{}'),
+      ('o', md5('c')::uuid, 'u', 'g', 'c', '2026-01-05Z', '{"expiration_date": "2026-02-01"}');
+    INSERT INTO older.memory_updates (org_id, new_memory_id, old_memory_id) VALUES
+      ('o', md5('b')::uuid, md5('a')::uuid), ('o', md5('c')::uuid, md5('b')::uuid)
+    """
+    try:
+        await migrations.upgrade(engine, options, "0007")
+        async with engine.begin() as conn:
+            for statement in seed.split(";"):
+                await conn.execute(text(statement))
+        await migrations.upgrade(engine, options)
+        async with engine.connect() as conn:
+            rows = (
+                await conn.execute(
+                    text(
+                        "SELECT memory, stored_at, valid_until, superseded_at, expires_at FROM older.memories"
+                        " ORDER BY memory"
+                    )
+                )
+            ).all()
+    finally:
+        await engine.dispose()
+    by_text = {row.memory: row for row in rows}
+    assert all(row.stored_at is None for row in rows)
+    assert str(by_text["a"].valid_until.date()) == "2026-01-05"
+    assert str(by_text["a"].superseded_at.date()) == "2026-01-05"  # the earliest later version's, from its obtained_at
+    assert str(by_text["b"].valid_until.date()) == "2026-01-05"
+    assert by_text["c"].valid_until is None
+    assert by_text["c"].expires_at.isoformat() == "2026-02-02T00:00:00+00:00"
