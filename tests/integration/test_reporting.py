@@ -5,9 +5,11 @@ The renderings of a report are tested without a database, in tests/unit/test_rep
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from memora_pg.db import Database
 from memora_pg.migrations import MigrationOptions
 from memora_pg.ops import report
 from memora_pg.testing import count_statements
-from tests.integration.helpers import chat, day, payload
+from tests.integration.helpers import World, chat, day, payload, world
 
 VIEWS = {
     "current_memories",
@@ -410,11 +412,203 @@ async def test_deleted_agents_stay_in_the_report(graph: PostgresGraphDB, engine:
 
 
 async def test_headline_sends_one_statement_per_section(graph: PostgresGraphDB, built: Built) -> None:
-    """The report is four statements (totals, users, agents, growth), however many rows there are."""
+    """The report is five statements (totals, users, agents, growth, timeline), however many rows there are."""
     statements = count_statements(await graph.database.engine())
     await report.headline(graph.database, until=date(2026, 1, 10), days=10)
-    assert len(statements) == 4
+    assert len(statements) == 5
     assert all("memora" in statement for statement in statements)
+
+
+# -- memory through time ---------------------------------------------------------------------
+
+# The organization and user of the examples in docs/reporting.md: the test's own get these ids.
+DOC_ORG, DOC_USER = "JwusjfrzcoeAzsphRpwxnM", "ncKnJ5Qi49FDR7Apvua4NX"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reporting.md"
+
+
+def at(month: int, n: int) -> datetime:
+    return datetime(2026, month, n, 12, 0, tzinfo=timezone.utc)
+
+
+@dataclass
+class Versions:
+    """In one organization and user, by valid time:
+
+    * A (Jan 1) <- B (Jan 10) <- C (Jan 5): C, saved last, corrects B back-dated; A ends on
+      Jan 5 and B's span is empty (Jan 10 to Jan 10);
+    * D (Jan 1) with two successors E (Jan 2) and F (Jan 3); I (Mar 2) supersedes E;
+    * G (Jan 3) expires on Jan 8; H (Feb 14) stands alone; J (Aug 1) supersedes C.
+
+    Another organization has one memory, K (Jan 4).
+    """
+
+    world: World
+    other: World
+    memories: dict[str, str]
+
+
+async def _remember(graph: PostgresGraphDB, w: World, fact: str, when: datetime, supersedes: str | None = None) -> str:
+    """The id of one memory saved in its own interaction dated ``when``."""
+    if supersedes is None:
+        body = payload(chat(fact), [(fact, [0])], at=when)
+    else:
+        body = payload(chat(fact), contrary=[(fact, [0], supersedes)], at=when)
+    interaction_id, _ = await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, body)
+    return str(await _memory_of(graph, w.org_id, w.user_id, interaction_id))
+
+
+@pytest.fixture
+async def versions(graph: PostgresGraphDB, engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch) -> Versions:
+    with monkeypatch.context() as patched:
+        patched.setattr("memora_pg.store.new_short_id", lambda: DOC_ORG)
+        patched.setattr("memora_pg.graph.users.new_short_id", lambda: DOC_USER)
+        w = await world(graph)
+    assert (w.org_id, w.user_id) == (DOC_ORG, DOC_USER)
+    m: dict[str, str] = {}
+    m["A"] = await _remember(graph, w, "user_X lives in Paris", at(1, 1))
+    m["B"] = await _remember(graph, w, "user_X lives in Berlin", at(1, 10), m["A"])
+    m["C"] = await _remember(graph, w, "user_X lives in Rome", at(1, 5), m["B"])
+    m["D"] = await _remember(graph, w, "user_X plays chess", at(1, 1))
+    m["E"] = await _remember(graph, w, "user_X plays go", at(1, 2), m["D"])
+    m["F"] = await _remember(graph, w, "user_X plays bridge", at(1, 3), m["D"])
+    m["G"] = await _remember(graph, w, "user_X has a cold", at(1, 3))
+    m["H"] = await _remember(graph, w, "user_X likes tea", at(2, 14))
+    m["I"] = await _remember(graph, w, "user_X plays poker", at(3, 2), m["E"])
+    m["J"] = await _remember(graph, w, "user_X lives in Oslo", at(8, 1), m["C"])
+    async with engine.begin() as conn:
+        await conn.execute(
+            text("UPDATE memora.memories SET expires_at = :at WHERE memory_id = :id"),
+            {"at": at(1, 8), "id": uuid.UUID(m["G"])},
+        )
+    other = await world(graph, "Kim", "Kai")
+    m["K"] = await _remember(graph, other, "user_Y likes jazz", at(1, 4))
+    return Versions(w, other, m)
+
+
+def _periods(timeline: report.Timeline | None) -> list[tuple[date, date, int, int, int]]:
+    assert timeline is not None
+    return [(p.first_day, p.last_day, p.began, p.ended, p.current_at_end) for p in timeline.periods]
+
+
+def _counts(timeline: report.Timeline | None) -> list[tuple[int, int, int]]:
+    """(began, ended, current at the end) of each period."""
+    return [(began, ended, current) for _, _, began, ended, current in _periods(timeline)]
+
+
+async def _current_as_of(engine: AsyncEngine, org_id: str, last_day: date) -> int:
+    """The versions memories_as_of() returns at the last instant of ``last_day``."""
+    last_instant = datetime.combine(last_day + timedelta(days=1), time(), timezone.utc) - timedelta(microseconds=1)
+    rows = await _rows(
+        engine, "SELECT count(*) AS n FROM memora.memories_as_of(:at) WHERE org_id = :org", at=last_instant, org=org_id
+    )
+    return int(rows[0]["n"])
+
+
+async def test_timeline_per_day_counts_versions_begun_ended_and_current(
+    graph: PostgresGraphDB, engine: AsyncEngine, versions: Versions
+) -> None:
+    """Per UTC day of a short window: the versions begun and ended, and those current at the day's end,
+    which is what memories_as_of() returns then; the back-dated correction's empty span counts in both."""
+    r = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 1, 10), days=10)
+    assert r.timeline is not None
+    assert r.timeline.period == "day"
+    jan = [date(2026, 1, n) for n in range(1, 11)]
+    assert _periods(r.timeline) == [
+        (jan[0], jan[0], 2, 0, 2),  # A, D
+        (jan[1], jan[1], 1, 1, 2),  # E begins, D ends
+        (jan[2], jan[2], 2, 0, 4),  # F, G
+        (jan[3], jan[3], 0, 0, 4),
+        (jan[4], jan[4], 1, 1, 4),  # C begins, A ends
+        (jan[5], jan[5], 0, 0, 4),
+        (jan[6], jan[6], 0, 0, 4),
+        (jan[7], jan[7], 0, 1, 3),  # G expires
+        (jan[8], jan[8], 0, 0, 3),
+        (jan[9], jan[9], 1, 1, 3),  # B: begins and ends at once
+    ]
+    for period in r.timeline.periods:
+        assert period.current_at_end == await _current_as_of(engine, DOC_ORG, period.last_day), period
+    # A window that starts later counts the earlier days in the versions current.
+    later = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 1, 10), days=3)
+    assert _periods(later.timeline) == [(jan[7], jan[7], 0, 1, 3), (jan[8], jan[8], 0, 0, 3), (jan[9], jan[9], 1, 1, 3)]
+
+
+async def test_timeline_per_month_cuts_the_months_to_the_window(
+    graph: PostgresGraphDB, engine: AsyncEngine, versions: Versions
+) -> None:
+    """A window longer than TIMELINE_DAILY_DAYS is charted per calendar month, its first and last cut to it."""
+    r = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 3, 15), days=90)
+    assert r.timeline is not None
+    assert r.timeline.period == "month"
+    assert _periods(r.timeline) == [
+        (date(2025, 12, 16), date(2025, 12, 31), 0, 0, 0),
+        (date(2026, 1, 1), date(2026, 1, 31), 7, 4, 3),  # C, E, F current
+        (date(2026, 2, 1), date(2026, 2, 28), 1, 0, 4),  # H
+        (date(2026, 3, 1), date(2026, 3, 15), 1, 1, 4),  # I supersedes E
+    ]
+    for period in r.timeline.periods:
+        assert period.current_at_end == await _current_as_of(engine, DOC_ORG, period.last_day), period
+    # The whole database adds the other organization's K (Jan 4).
+    everyone = await report.headline(graph.database, until=date(2026, 3, 15), days=90)
+    assert _counts(everyone.timeline) == [(0, 0, 0), (8, 4, 4), (1, 0, 5), (1, 1, 5)]
+    other = await report.headline(graph.database, org_id=versions.other.org_id, until=date(2026, 3, 15), days=90)
+    assert _counts(other.timeline) == [(0, 0, 0), (1, 0, 1), (0, 0, 1), (0, 0, 1)]
+
+
+async def test_timeline_is_charted_in_the_html_and_text_reports(graph: PostgresGraphDB, versions: Versions) -> None:
+    """The HTML page draws the timeline chart (a bar per period with versions begun or ended); the text lists them."""
+    r = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 1, 10), days=10)
+    page = report.render_html(r)
+    assert "<h2>Versions over time</h2>" in page
+    assert '<svg class="timeline"' in page
+    assert page.count('<rect class="began"') == 5
+    assert page.count('<rect class="ended"') == 4
+    assert "<title>2026-01-10: 1 began, 1 ended, 3 current at its end</title>" in page
+    assert "<title>2026-01-08: 0 began, 1 ended, 3 current at its end</title>" in page
+    lines = [" ".join(line.split()) for line in report.render_text(r).splitlines()]
+    assert "2026-01-05 2026-01-05 1 1 4" in lines
+    assert "2026-01-04 2026-01-04 0 0 4" not in lines  # only the days with changes
+    assert any(line.startswith("Versions over time, 2026-01-01 to 2026-01-10") for line in lines)
+    assert report.as_dict(r)["timeline"]["periods"][0] == {
+        "first_day": "2026-01-01", "last_day": "2026-01-01", "began": 2, "ended": 0, "current_at_end": 2
+    }  # fmt: skip
+
+
+async def test_an_erased_user_leaves_no_version_in_the_timeline(
+    graph: PostgresGraphDB, engine: AsyncEngine, versions: Versions
+) -> None:
+    """Erasure removes every version: the timeline of the past changes too, and memory_timeline has no row left."""
+    await graph.erase_user(DOC_ORG, DOC_USER)
+    r = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 3, 15), days=90)
+    assert _counts(r.timeline) == [(0, 0, 0)] * 4
+    assert await _rows(engine, "SELECT memory_id FROM memora.memory_timeline WHERE org_id = :o", o=DOC_ORG) == []
+
+
+def _doc_reports() -> dict[str, str]:
+    """The runnable example reports of docs/reporting.md: each ```sql block whose first line is ``-- report: …``."""
+    blocks = re.findall(r"```sql\n(-- report: (.+?)\n.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.S)
+    return {title: block for block, title in blocks}
+
+
+async def test_the_documented_reports_run_and_answer(engine: AsyncEngine, versions: Versions) -> None:
+    """The exact SQL of the example reports in docs/reporting.md, run on the chain above."""
+    reports = _doc_reports()
+    assert set(reports) == {"facts that changed per month", "what the agent believed at the end of each quarter"}
+    async with engine.connect() as conn:
+        changed = (await conn.exec_driver_sql(reports["facts that changed per month"])).all()
+        believed = (await conn.exec_driver_sql(reports["what the agent believed at the end of each quarter"])).all()
+    assert [tuple(row) for row in changed] == [
+        (date(2026, 1, 1), 4, 1, 1),  # B, C, E, F; B corrected before it was ever true
+        (date(2026, 3, 1), 1, 0, 1),  # I
+        (date(2026, 8, 1), 1, 0, 1),  # J
+    ]
+    q1 = ["user_X plays bridge", "user_X lives in Rome", "user_X likes tea", "user_X plays poker"]
+    q3 = ["user_X plays bridge", "user_X likes tea", "user_X plays poker", "user_X lives in Oslo"]
+    assert [(row.quarter_end, row.memory) for row in believed] == [
+        *((date(2026, 3, 31), fact) for fact in q1),
+        *((date(2026, 6, 30), fact) for fact in q1),
+        *((date(2026, 9, 30), fact) for fact in q3),
+        *((date(2026, 12, 31), fact) for fact in q3),
+    ]
 
 
 # -- the migration ---------------------------------------------------------------------------
@@ -454,6 +648,30 @@ async def test_views_migrate_up_down_and_up(fresh_database: str) -> None:
         assert set(await _views(fresh_database, "reports")) == VIEWS
     finally:
         await engine.dispose()
+
+
+async def test_report_before_the_timeline_skips_its_chart(fresh_database: str) -> None:
+    """A database still at 0007 has the reporting views but no memory_timeline: the report works without it."""
+    engine = create_async_engine(fresh_database)
+    try:
+        await migrations.upgrade(engine, MigrationOptions(schema="before_time"), "0007")
+    finally:
+        await engine.dispose()
+    database = Database(fresh_database, settings=Settings(db_schema="before_time"))
+    try:
+        statements = count_statements(await database.engine())
+        r = await report.headline(database, until=date(2026, 1, 10), days=10)
+    finally:
+        await database.close()
+    assert len(statements) == 4
+    assert r.timeline is None
+    assert (r.memories, len(r.growth)) == (0, 10)
+    page = report.render_html(r)
+    assert "<h2>Versions over time</h2>" in page
+    assert "no <code>memory_timeline</code> view yet (migration 0008)" in page
+    assert '<svg class="timeline"' not in page
+    assert "no memory_timeline view yet (migration 0008)" in report.render_text(r)
+    assert report.as_dict(r)["timeline"] is None
 
 
 async def test_report_without_views_is_a_configuration_error(fresh_database: str) -> None:

@@ -1,8 +1,10 @@
 """The report's data: the dataclasses of the headline numbers, and the statements that read them.
 
-The numbers come from the reporting views of migration 0004 (docs/reporting.md). All of them
-are read in one read-only REPEATABLE READ transaction, so every section describes the same
-moment, with one statement per section (four in all) whatever the size of the database.
+The numbers come from the reporting views of migration 0004, and the versions over time from
+the ``memory_timeline`` view of migration 0008 (docs/reporting.md). All of them are read in one
+read-only REPEATABLE READ transaction, so every section describes the same moment, with one
+statement per section (five in all, four on a database from before 0008) whatever the size of
+the database.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from memora_pg.statements import sql
 BUSIEST_USERS = 10
 BUSIEST_AGENTS = 20
 GROWTH_DAYS = 90
+# A window of up to this many days is charted per day in the timeline, a longer one per month.
+TIMELINE_DAILY_DAYS = 62
 _UNDEFINED_TABLE = "42P01"
 
 
@@ -59,7 +63,29 @@ class DailyGrowth:
     total: int
 
 
-_Record = TypeVar("_Record", UserActivity, AgentActivity, DailyGrowth)
+@dataclass(frozen=True)
+class TimelinePeriod:
+    """One period (a UTC day, or the part of a calendar month inside the window) of valid time."""
+
+    first_day: date
+    last_day: date
+    # Versions whose valid time began in the period, and whose valid time ended in it (a newer
+    # version began, or the memory expired); a version with an empty span counts in both.
+    began: int
+    ended: int
+    # Versions current at the period's last instant: what memories_as_of() returns then.
+    current_at_end: int
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The versions of memories over the report's window, by valid time, per ``period``."""
+
+    period: str  # "day" or "month"
+    periods: list[TimelinePeriod]
+
+
+_Record = TypeVar("_Record", UserActivity, AgentActivity, DailyGrowth, TimelinePeriod)
 
 
 @dataclass(frozen=True)
@@ -84,6 +110,8 @@ class Report:
     busiest_users: list[UserActivity]
     busiest_agents: list[AgentActivity]
     growth: list[DailyGrowth]
+    # None on a database from before migration 0008, which has no memory_timeline view.
+    timeline: Timeline | None = None
 
 
 # -- the statements ---------------------------------------------------------------------------------
@@ -107,7 +135,8 @@ SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organization
        (SELECT count(*) FROM {schema}.messages {where_org}) AS messages,
        (SELECT count(*) FROM {schema}.memories {where_org}) AS memories,
        (SELECT count(*) FROM {schema}.current_memories {where_org}) AS current_memories,
-       (SELECT count(*) FROM {schema}.orphaned_memories {where_org}) AS orphaned_memories
+       (SELECT count(*) FROM {schema}.orphaned_memories {where_org}) AS orphaned_memories,
+       to_regclass('{schema}.memory_timeline') IS NOT NULL AS has_timeline
 """
 
 # Every user, those without memories too, counts in the spread; the busiest have the most memories.
@@ -194,6 +223,37 @@ LEFT JOIN daily ON daily.day = window_days.day
 ORDER BY window_days.day
 """
 
+# One row per period of the window (a UTC day, or a calendar month cut to the window), periods
+# without versions too. A version begins on the UTC day of valid_from and ends on that of
+# valid_to; the versions current at a period's last instant are those begun by the end of its
+# last day less those ended by then, earlier days included (valid_to is never before valid_from).
+TIMELINE = """
+WITH daily AS (
+    SELECT CAST(event.at AT TIME ZONE 'UTC' AS date) AS day,
+           CAST(sum(event.began) AS bigint) AS began, CAST(sum(event.ended) AS bigint) AS ended
+    FROM (SELECT valid_from, valid_to FROM {schema}.memory_timeline {where_org}) AS span
+    CROSS JOIN LATERAL (VALUES (span.valid_from, 1, 0), (span.valid_to, 0, 1)) AS event(at, began, ended)
+    WHERE event.at IS NOT NULL
+    GROUP BY 1
+), periods AS (
+    SELECT greatest(CAST(start AS date), CAST(:first_day AS date)) AS first_day,
+           least(CAST(start + CAST(concat('1 ', CAST(:period AS text)) AS interval) AS date),
+                 CAST(:first_day AS date) + :days) - 1 AS last_day
+    FROM generate_series(date_trunc(:period, CAST(:first_day AS timestamp)),
+                         CAST(CAST(:first_day AS date) + (:days - 1) AS timestamp),
+                         CAST(concat('1 ', CAST(:period AS text)) AS interval)) AS start
+)
+SELECT periods.first_day, periods.last_day,
+       CAST(coalesce(sum(daily.began), 0) AS bigint) AS began,
+       CAST(coalesce(sum(daily.ended), 0) AS bigint) AS ended,
+       CAST((SELECT coalesce(sum(upto.began - upto.ended), 0) FROM daily AS upto WHERE upto.day <= periods.last_day)
+            AS bigint) AS current_at_end
+FROM periods
+LEFT JOIN daily ON daily.day BETWEEN periods.first_day AND periods.last_day
+GROUP BY periods.first_day, periods.last_day
+ORDER BY periods.first_day
+"""
+
 
 def _in_org(template: str, org_id: str | None) -> str:
     return template.replace("{where_org}", "WHERE org_id = :org_id" if org_id is not None else "")
@@ -209,8 +269,10 @@ async def headline(
     """The report of one organization, or of the whole database when ``org_id`` is None.
 
     ``growth`` holds one entry per day for the ``days`` days ending on ``until`` (default:
-    today in UTC). An organization that does not exist reports zeros. A database whose
-    schema has no reporting views yet is a ``ConfigurationError``.
+    today in UTC); ``timeline`` the versions begun, ended and current over the same days, per
+    day for up to :data:`TIMELINE_DAILY_DAYS` days and per month beyond, or None when the
+    schema predates migration 0008. An organization that does not exist reports zeros. A
+    database whose schema has no reporting views yet is a ``ConfigurationError``.
     """
     if org_id is not None:
         check.require(check.ORG_ID, org_id)
@@ -221,7 +283,8 @@ async def headline(
     first_day = last_day - timedelta(days=days - 1)
     # Statements without :org_id ignore it, as they ignore the limits of the other sections.
     params: dict[str, Any] = {"org_id": org_id, "busiest_users": BUSIEST_USERS, "busiest_agents": BUSIEST_AGENTS}
-    params |= {"first_day": first_day, "days": days}
+    period = "day" if days <= TIMELINE_DAILY_DAYS else "month"
+    params |= {"first_day": first_day, "days": days, "period": period}
     # One snapshot for every section: the numbers add up even while agents write.
     engine = (await database.engine()).execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
     try:
@@ -230,6 +293,11 @@ async def headline(
             users = (await conn.execute(sql(conn, _in_org(USERS, org_id)), params)).all()
             agents = (await conn.execute(sql(conn, _in_org(AGENTS, org_id)), params)).all()
             growth = (await conn.execute(sql(conn, _in_org(GROWTH, org_id)), params)).all()
+            # Whether the view exists is read with the totals: a failing statement would end the snapshot.
+            timeline: Timeline | None = None
+            if totals.has_timeline:
+                periods = (await conn.execute(sql(conn, _in_org(TIMELINE, org_id)), params)).all()
+                timeline = Timeline(period, [_from_row(TimelinePeriod, row) for row in periods])
     except DatabaseError as error:
         if sqlstate_of(error) == _UNDEFINED_TABLE:
             raise ConfigurationError(
@@ -250,6 +318,7 @@ async def headline(
         busiest_users=[_from_row(UserActivity, row) for row in users if row.user_id is not None],
         busiest_agents=[_from_row(AgentActivity, row) for row in agents],
         growth=[_from_row(DailyGrowth, row) for row in growth],
+        timeline=timeline,
     )
 
 

@@ -12,7 +12,15 @@ from dataclasses import asdict
 from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
-from memora_pg.ops.report.data import BUSIEST_AGENTS, BUSIEST_USERS, AgentActivity, DailyGrowth, Report
+from memora_pg.ops.report.data import (
+    BUSIEST_AGENTS,
+    BUSIEST_USERS,
+    AgentActivity,
+    DailyGrowth,
+    Report,
+    Timeline,
+    TimelinePeriod,
+)
 
 __all__ = ["as_dict", "render_html", "render_json", "render_text"]
 
@@ -157,6 +165,8 @@ def render_text(report: Report) -> str:
                 *_table(AGENT_COLUMNS, _agent_rows(report), _AGENT_NUMERIC),
                 "",
                 *_growth_text(report.growth),
+                "",
+                *_timeline_text(report.timeline),
             ]
         )
         + "\n"
@@ -181,6 +191,26 @@ def _growth_text(growth: Sequence[DailyGrowth]) -> list[str]:
         f"Memory growth, {growth[0].day} to {growth[-1].day} (UTC days): {added:,} added, {growth[-1].total:,} in all",
         f"  {sparks}",
         *_table(["from", "to", "added", "total"], rows, [False, False, True, True]),
+    ]
+
+
+def _timeline_text(timeline: Timeline | None) -> list[str]:
+    """One row per period in which a version began or ended, with the versions current at its end."""
+    if timeline is None:
+        return ["Versions over time: none, this database has no memory_timeline view yet (migration 0008)"]
+    periods = timeline.periods
+    if not periods:
+        return []
+    began, ended = sum(p.began for p in periods), sum(p.ended for p in periods)
+    rows = [
+        [str(p.first_day), str(p.last_day), f"{p.began:,}", f"{p.ended:,}", f"{p.current_at_end:,}"]
+        for p in periods
+        if p.began or p.ended
+    ]
+    return [
+        f"Versions over time, {periods[0].first_day} to {periods[-1].last_day} (valid time, per UTC {timeline.period}):"
+        f" {began:,} began, {ended:,} ended, {periods[-1].current_at_end:,} current at the end",
+        *_table(["from", "to", "began", "ended", "current at end"], rows, [False, False, True, True, True]),
     ]
 
 
@@ -237,6 +267,8 @@ def render_html(report: Report) -> str:
         "</section>",
         "<h2>Memory growth</h2>",
         _growth_svg(report.growth),
+        "<h2>Versions over time</h2>",
+        _timeline_svg(report.timeline),
         "<h2>Contradiction rate per agent</h2>",
         _rates_svg(report.busiest_agents, with_org=report.org_id is None),
         f"<h2>Busiest users (top {BUSIEST_USERS} by memories)</h2>",
@@ -263,42 +295,105 @@ def _growth_svg(growth: Sequence[DailyGrowth]) -> str:
     """An area chart of all memories stored at each day's end, with the day's additions as bars below it."""
     if not growth:
         return '<p class="muted">No days to show.</p>'
+    first, last = growth[0], growth[-1]
+    return _period_chart(
+        "growth",
+        f"Memories stored, {first.day} to {last.day} (UTC days)",
+        (str(first.day), str(last.day)),
+        ("total", [g.total for g in growth]),
+        [("added", _LINE, [g.added for g in growth])],
+        [f"{g.day}: {g.added:,} added, {g.total:,} in all" for g in growth],
+        "a day",
+        "area: memories stored at the day's end; bars: memories added that day",
+    )
+
+
+def _timeline_svg(timeline: Timeline | None) -> str:
+    """An area chart of the versions current at each period's end, with the versions that began and
+    ended in the period as pairs of bars below it."""
+    if timeline is None:
+        return (
+            '<p class="muted">No timeline: this database has no <code>memory_timeline</code> view yet'
+            " (migration 0008). Run 'alembic upgrade head' to chart the versions of memories over time.</p>"
+        )
+    periods = timeline.periods
+    if not periods:
+        return '<p class="muted">No periods to show.</p>'
+    unit = "UTC days" if timeline.period == "day" else "UTC months"
+    return _period_chart(
+        "timeline",
+        f"Versions of memories by valid time, {periods[0].first_day} to {periods[-1].last_day} ({unit})",
+        (str(periods[0].first_day), str(periods[-1].last_day)),
+        ("current", [p.current_at_end for p in periods]),
+        [("began", _LINE, [p.began for p in periods]), ("ended", _BAR, [p.ended for p in periods])],
+        [
+            f"{_period_name(p)}: {p.began:,} began, {p.ended:,} ended, {p.current_at_end:,} current at its end"
+            for p in periods
+        ],
+        f"a {timeline.period}",
+        f"area: versions current at the {timeline.period}'s end; bars: versions that began (blue) and ended (red)"
+        f" that {timeline.period}",
+    )
+
+
+def _period_name(period: TimelinePeriod) -> str:
+    if period.first_day == period.last_day:
+        return str(period.first_day)
+    return f"{period.first_day} to {period.last_day}"
+
+
+def _period_chart(
+    kind: str,
+    title: str,
+    ends: tuple[str, str],
+    level: tuple[str, Sequence[int]],
+    bars: Sequence[tuple[str, str, Sequence[int]]],
+    tips: Sequence[str],
+    per: str,
+    legend: str,
+) -> str:
+    """One point per period: ``level`` (its class and values) as an area with a line on it, and
+    below it a strip of ``bars`` (class, colour and values of each series, side by side on one
+    scale), each bar titled with its period's tip."""
+    level_class, levels = level
+    count = len(levels)
     width, height, left, right, top, bottom = 720, 270, 84, 16, 14, 46
     plot_w, plot_h = width - left - right, height - top - bottom
-    area_h = plot_h * 0.7  # the cumulative area above, the daily bars in the strip below
-    peak_total = max(g.total for g in growth) or 1
-    peak_added = max(g.added for g in growth) or 1
-    step = plot_w / max(len(growth) - 1, 1)
-    xs = [left + i * step for i in range(len(growth))]
+    area_h = plot_h * 0.7  # the level's area above, the bars in the strip below
+    peak_level = max(levels) or 1
+    peak_bar = max(max(values) for _, _, values in bars) or 1
+    step = plot_w / max(count - 1, 1)
+    xs = [left + i * step for i in range(count)]
     baseline = top + area_h
-    points = [(x, baseline - area_h * g.total / peak_total) for x, g in zip(xs, growth, strict=True)]
+    points = [(x, baseline - area_h * value / peak_level) for x, value in zip(xs, levels, strict=True)]
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
     area = f"M{xs[0]:.1f},{baseline:.1f} L{line} L{xs[-1]:.1f},{baseline:.1f} Z"
     strip_top, strip_h = baseline + 10, plot_h - area_h - 10
-    bar_w = max(min(step * 0.7, 12), 1.0)
-    bars = "".join(
-        f'<rect class="added" x="{x - bar_w / 2:.1f}" y="{strip_top + strip_h * (1 - g.added / peak_added):.1f}" '
-        f'width="{bar_w:.1f}" height="{strip_h * g.added / peak_added:.1f}" fill="{_LINE}">'
-        f"<title>{_e(g.day)}: {g.added:,} added, {g.total:,} in all</title></rect>"
-        for x, g in zip(xs, growth, strict=True)
-        if g.added
-    )
-    first, last = growth[0], growth[-1]
+    bar_w = max(min(step * 0.7 / len(bars), 12), 1.0)
+    drawn: list[str] = []
+    for series, (name, colour, values) in enumerate(bars):
+        shift = (series - len(bars) / 2) * bar_w  # the series side by side, centred on the period
+        drawn.extend(
+            f'<rect class="{name}" x="{x + shift:.1f}" y="{strip_top + strip_h * (1 - value / peak_bar):.1f}" '
+            f'width="{bar_w:.1f}" height="{strip_h * value / peak_bar:.1f}" fill="{colour}">'
+            f"<title>{_e(tip)}</title></rect>"
+            for x, value, tip in zip(xs, values, tips, strict=True)
+            if value
+        )
     return (
-        f'<svg class="growth" viewBox="0 0 {width} {height}" role="img" font-size="11">'
-        f"<title>Memories stored, {_e(first.day)} to {_e(last.day)} (UTC days)</title>"
-        f'<path class="total" d="{area}" fill="{_FILL}" fill-opacity="0.6" stroke="none"></path>'
+        f'<svg class="{kind}" viewBox="0 0 {width} {height}" role="img" font-size="11">'
+        f"<title>{_e(title)}</title>"
+        f'<path class="{level_class}" d="{area}" fill="{_FILL}" fill-opacity="0.6" stroke="none"></path>'
         f'<polyline points="{line}" fill="none" stroke="{_LINE}" stroke-width="2"></polyline>'
-        f"{bars}"
+        f"{''.join(drawn)}"
         f'<line x1="{left}" y1="{baseline:.1f}" x2="{width - right}" y2="{baseline:.1f}" stroke="{_AXIS}"></line>'
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="{_AXIS}"></line>'
-        f'<text x="{left - 6}" y="{top + 8}" text-anchor="end">{peak_total:,}</text>'
+        f'<text x="{left - 6}" y="{top + 8}" text-anchor="end">{peak_level:,}</text>'
         f'<text x="{left - 6}" y="{baseline:.1f}" text-anchor="end">0</text>'
-        f'<text x="{left - 6}" y="{strip_top + 8:.1f}" text-anchor="end">{peak_added:,} a day</text>'
-        f'<text x="{left}" y="{height - 22}">{_e(first.day)}</text>'
-        f'<text x="{width - right}" y="{height - 22}" text-anchor="end">{_e(last.day)}</text>'
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 5}" text-anchor="middle">'
-        "area: memories stored at the day's end; bars: memories added that day</text>"
+        f'<text x="{left - 6}" y="{strip_top + 8:.1f}" text-anchor="end">{peak_bar:,} {_e(per)}</text>'
+        f'<text x="{left}" y="{height - 22}">{_e(ends[0])}</text>'
+        f'<text x="{width - right}" y="{height - 22}" text-anchor="end">{_e(ends[1])}</text>'
+        f'<text x="{left + plot_w / 2:.1f}" y="{height - 5}" text-anchor="middle">{_e(legend)}</text>'
         "</svg>"
     )
 
