@@ -176,9 +176,10 @@ WHERE n.nspname = :schema AND s.relkind = 'S'
 
 # Functions that read or write tables would have to be distributed one by one; immutable ones
 # (the full-text rule of migration 0006, the clocks' rules of 0008) are pure, and Citus copies
-# them to every node with the objects that depend on them. A read-only SQL set-returning function
-# (``memories_as_of``, for reports) is fine too: called on the coordinator, its query is planned
-# there as any distributed query. User triggers run only on the coordinator.
+# them to every node with the objects that depend on them. A read-only set-returning function
+# (``memories_as_of``, for reports; PL/pgSQL on Citus, migration 0008) is fine too: called on the
+# coordinator, its query is planned there as any distributed query. User triggers run only on the
+# coordinator.
 _CODE = """
 SELECT p.proname AS relation, 'function' AS rule,
        format('%s %s(%s) lives in the schema', CASE p.prokind WHEN 'p' THEN 'procedure' ELSE 'function' END,
@@ -187,7 +188,7 @@ FROM pg_proc AS p
 JOIN pg_namespace AS n ON n.oid = p.pronamespace
 WHERE n.nspname = :schema AND NOT (p.prokind = 'f' AND p.provolatile = 'i')
   AND NOT (p.prokind = 'f' AND p.provolatile = 's' AND p.proretset
-           AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'sql'))
+           AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('sql', 'plpgsql')))
 UNION ALL
 SELECT c.relname, 'trigger', format('trigger %s', t.tgname)
 FROM pg_trigger AS t

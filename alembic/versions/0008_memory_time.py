@@ -87,6 +87,27 @@ AS $$
 $$
 """
 
+# On Citus a SQL function whose body reads a distributed table cannot be planned (0A000): there the
+# same function is PL/pgSQL, whose query Citus plans on the coordinator as any other.
+MEMORIES_AS_OF_ON_CITUS = """
+CREATE FUNCTION {schema}.memories_as_of(at timestamptz, clock text DEFAULT 'valid')
+RETURNS SETOF {schema}.memories
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+AS $$
+BEGIN
+    IF {schema}.checked_clock(clock) = 'system' THEN
+        RETURN QUERY SELECT m.* FROM {schema}.memories AS m
+        WHERE {schema}.current_in_system_time(m.obtained_at, m.stored_at, m.superseded_at, m.expires_at, at);
+    ELSE
+        RETURN QUERY SELECT m.* FROM {schema}.memories AS m
+        WHERE {schema}.current_in_valid_time(m.obtained_at, m.valid_until, m.expires_at, at);
+    END IF;
+END
+$$
+"""
+
+CITUS_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+
 # One row per version. A span ends at the earlier of its successor's start and its expiry, and
 # never before it begins: a back-dated correction that starts earlier leaves an empty span.
 MEMORY_TIMELINE = """
@@ -169,7 +190,9 @@ def upgrade() -> None:
         ["org_id", "user_id", sa.text("coalesce(stored_at, obtained_at)")],
         schema=schema,
     )
-    for definition in (CURRENT_IN_VALID_TIME, CURRENT_IN_SYSTEM_TIME, CHECKED_CLOCK, MEMORIES_AS_OF, MEMORY_TIMELINE):
+    on_citus = not context.is_offline_mode() and bool(op.get_bind().scalar(text(CITUS_INSTALLED)))
+    as_of = MEMORIES_AS_OF_ON_CITUS if on_citus else MEMORIES_AS_OF
+    for definition in (CURRENT_IN_VALID_TIME, CURRENT_IN_SYSTEM_TIME, CHECKED_CLOCK, as_of, MEMORY_TIMELINE):
         op.execute(definition.replace("{schema}", quoted))
     op.execute(INVOKER_RIGHTS.replace("{schema}", quoted))
     op.execute(EXPIRY_FROM_METADATA.replace("{schema}", quoted))

@@ -44,8 +44,18 @@ async def test_as_of_reads_of_a_back_dated_chain(graph: PostgresGraphDB, engine:
                 {"o": w.org_id, "m": a},
             )
             assert valid_to == day(5)
+            # On Citus memories_as_of() is PL/pgSQL (migration 0008): its query runs across the shards.
             current = await conn.scalar(
                 text(f"SELECT count(*) FROM {SCHEMA}.memories_as_of(:at) WHERE org_id = :o"),
                 {"at": day(7), "o": w.org_id},
             )
             assert current == 1
+            # The same question of the view, with bound parameters, is routed to the organization's shard.
+            same = await conn.scalar(
+                text(
+                    f"SELECT count(*) FROM {SCHEMA}.memory_timeline WHERE org_id = :o"
+                    " AND valid_from <= :at AND (valid_to IS NULL OR valid_to > :at)"
+                ),
+                {"o": w.org_id, "at": day(7)},
+            )
+            assert same == 1
