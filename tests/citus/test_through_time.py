@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import PgVectorDB, PostgresGraphDB
+from memora_pg import MemorySearchScope, PgVectorDB, PostgresGraphDB
 from tests.citus.helpers import ref, remember, worlds
 from tests.integration.helpers import day
 
@@ -31,7 +31,7 @@ async def test_as_of_reads_of_a_back_dated_chain(graph: PostgresGraphDB, engine:
         assert [m.memory_id for m in listed] == [a]
         history = await graph.get_user_memory_history(w.org_id, w.user_id, c, as_of=day(7))
         assert [m.memory_id for m in history] == [c, a]
-        for scope, user in (("user", w.user_id), ("organization", None)):
+        for scope, user in ((MemorySearchScope.USER, w.user_id), (MemorySearchScope.ORGANIZATION, None)):
             hits = await vector.search_memory("where does Jake live", scope, w.org_id, user, as_of=day(3))
             assert {m.memory_id for m, _ in hits} <= {a}
         # A deleted middle version: A is current until C began.

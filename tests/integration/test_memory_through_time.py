@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import InvalidInputError, PostgresGraphDB, migrations
+from memora_pg import InvalidInputError, MemorySearchScope, PostgresGraphDB, migrations
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
 from memora_pg.config import Settings
 from memora_pg.db import Database
@@ -224,7 +224,7 @@ async def test_vector_search_as_of(graph: PostgresGraphDB, chain: Chain) -> None
     vector = graph.get_associated_vector_db()
     assert isinstance(vector, PgVectorDB)
     w = chain.w
-    for scope, user in (("user", w.user_id), ("organization", None)):
+    for scope, user in ((MemorySearchScope.USER, w.user_id), (MemorySearchScope.ORGANIZATION, None)):
         hits = await vector.search_memory("where does Jake live", scope, w.org_id, user, as_of=day(3))
         found = {memory.memory_id for memory, _ in hits}
         assert chain.m["A"].memory_id in found
@@ -348,7 +348,7 @@ async def test_mem0_add_with_timestamp_and_as_of_reads(mem0: AsyncMemory, engine
     with pytest.raises(DuragValidationError, match="timestamp"):
         await mem0.add("x", user_id="u", infer=False, timestamp="yesterday")
     with pytest.raises(DuragValidationError, match="as_of"):
-        await mem0.get_all(filters={"user_id": "u"}, as_of=12)
+        await mem0.get_all(filters={"user_id": "u"}, as_of=12)  # type: ignore[arg-type]
 
 
 async def test_mem0_expiry_is_valid_time(mem0: AsyncMemory) -> None:
