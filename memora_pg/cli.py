@@ -488,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         _cmd_report,
         "print headline numbers; write an HTML report",
-        "Counts, contradiction rate, orphaned memories and growth, from the SQL reporting views.",
+        "Counts, contradiction rate, orphaned memories, growth and the timeline of memory versions (both clocks),"
+        " from the SQL reporting views.",
     )
     report.add_argument("--org-id", help="only this organization")
     report.add_argument("--html", help="also write a self-contained HTML report with charts to this file")

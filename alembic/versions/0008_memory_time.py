@@ -106,6 +106,15 @@ END
 $$
 """
 
+def _current_memories(schema: str, *, unexpired: bool) -> str:
+    """The ``current_memories`` view of revision 0004, and with ``unexpired`` without expired memories."""
+    definition: str = context.script.get_revision("0004").module.CURRENT_MEMORIES
+    definition = definition.replace("{schema}", schema).replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1)
+    if unexpired:
+        definition = definition.rstrip() + "\nAND (m.expires_at IS NULL OR m.expires_at > now())\n"
+    return definition
+
+
 CITUS_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
 # One row per version. A span ends at the earlier of its successor's start and its expiry, and
@@ -130,7 +139,7 @@ INVOKER_RIGHTS = """
 DO $$
 BEGIN
     IF CAST(current_setting('server_version_num') AS int) >= 150000 THEN
-        ALTER VIEW {schema}.memory_timeline SET (security_invoker = true);
+        ALTER VIEW {schema}.{view} SET (security_invoker = true);
     END IF;
 END
 $$
@@ -194,7 +203,11 @@ def upgrade() -> None:
     as_of = MEMORIES_AS_OF_ON_CITUS if on_citus else MEMORIES_AS_OF
     for definition in (CURRENT_IN_VALID_TIME, CURRENT_IN_SYSTEM_TIME, CHECKED_CLOCK, as_of, MEMORY_TIMELINE):
         op.execute(definition.replace("{schema}", quoted))
-    op.execute(INVOKER_RIGHTS.replace("{schema}", quoted))
+    # An expired memory is no longer current: the reporting view agrees with the stores. (Replacing a
+    # view resets its options: the invoker's rights are set again.)
+    op.execute(_current_memories(quoted, unexpired=True))
+    for view in ("memory_timeline", "current_memories"):
+        op.execute(INVOKER_RIGHTS.replace("{schema}", quoted).replace("{view}", view))
     op.execute(EXPIRY_FROM_METADATA.replace("{schema}", quoted))
     if context.is_offline_mode():
         # A script for a plain server: every chain at once (on Citus, upgrade online instead).
@@ -211,6 +224,8 @@ def downgrade() -> None:
     schema = options().schema
     quoted = f'"{schema}"'
     op.execute(f"DROP VIEW {quoted}.memory_timeline")
+    op.execute(_current_memories(quoted, unexpired=False))
+    op.execute(INVOKER_RIGHTS.replace("{schema}", quoted).replace("{view}", "current_memories"))
     op.execute(f"DROP FUNCTION {quoted}.memories_as_of(timestamptz, text)")
     op.execute(f"DROP FUNCTION {quoted}.checked_clock(text)")
     clocks = ", ".join(["timestamptz"] * 5)

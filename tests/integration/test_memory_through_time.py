@@ -380,10 +380,25 @@ async def test_mem0_reads_chains_written_by_the_memora_face(
         a = await _remember(graph, w, "lives in Paris", at=day(1))
         b = await _remember(graph, w, "lives in Berlin", at=day(10), supersedes=a)
         await _remember(graph, w, "lives in Rome", at=day(5), supersedes=b)
+        # A branch: chess (Jan 1) superseded by go (Jan 2) and by bridge (Jan 3).
+        d = await _remember(graph, w, "plays chess", at=day(1))
+        await _remember(graph, w, "plays go", at=day(2), supersedes=d)
+        await _remember(graph, w, "plays bridge", at=day(3), supersedes=d)
+        # A middle version deleted through the mem0 face: tea (Jan 1) <- coffee (Jan 2) <- water (Jan 3).
+        p = await _remember(graph, w, "drinks tea", at=day(1))
+        q = await _remember(graph, w, "drinks coffee", at=day(2), supersedes=p)
+        await _remember(graph, w, "drinks water", at=day(3), supersedes=q)
     finally:
         await graph.close()
-    assert sorted(_texts(await mem0.get_all(filters={"user_id": "u"}, as_of=day(3)))) == ["Likes tea", "lives in Paris"]
-    assert sorted(_texts(await mem0.get_all(filters={"user_id": "u"}, as_of=day(12)))) == ["Likes tea", "lives in Rome"]
+    await mem0.delete(q.memory_id)
+
+    async def texts_at(at: datetime) -> list[str]:
+        return sorted(_texts(await mem0.get_all(filters={"user_id": "u"}, as_of=at)))
+
+    assert await texts_at(day(1) + timedelta(hours=1)) == ["Likes tea", "drinks tea", "lives in Paris", "plays chess"]
+    assert await texts_at(day(2) + timedelta(hours=1)) == ["Likes tea", "drinks tea", "lives in Paris", "plays go"]
+    assert await texts_at(day(4)) == ["Likes tea", "drinks water", "lives in Paris", "plays bridge", "plays go"]
+    assert await texts_at(day(12)) == ["Likes tea", "drinks water", "lives in Rome", "plays bridge", "plays go"]
     found = await mem0.search("Paris Berlin Rome", filters={"user_id": "u"}, as_of=day(7), threshold=0)
     assert "lives in Paris" not in _texts(found)
     assert "lives in Berlin" not in _texts(found)
