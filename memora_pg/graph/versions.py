@@ -317,18 +317,30 @@ def history_statement(clock: str | None) -> str:
 
 HISTORY = history_statement(None)
 
-# Each requested memory (all of the organization :org_id) is replaced by its current version(s):
-# every memory reachable through newer-version edges that has no newer version itself and has not
-# expired. Results keep the order of the first request that reached them; versions reached from
-# one request come newest first. Every table is pinned to :org_id, so Citus runs it on the
-# organization's shard.
-RESOLVE = f"""
-WITH RECURSIVE requested AS (
+# The requested memories of a resolved fetch: (batch, position in it, user, memory).
+_REQUESTED = """requested AS (
     SELECT *
     FROM unnest(
         CAST(:batches AS int[]), CAST(:positions AS int[]), CAST(:user_ids AS text[]), CAST(:memory_ids AS uuid[])
     ) AS r(batch, pos, user_id, memory_id)
-), newer(batch, pos, memory_id) AS (
+)"""
+
+# The versions in ``latest`` (batch, first position, memory) matching ``{where}``, rendered: in the
+# order of the first request that reached them, versions reached from one request newest first.
+_RENDERED = f"""
+SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
+FROM latest
+JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
+{WITH_NAMES_AND_SOURCES}
+WHERE {{where}}
+ORDER BY latest.batch, latest.first_pos, m.seq DESC
+"""
+
+# Each requested memory (all of the organization :org_id) is replaced by its current version(s):
+# every memory reachable through newer-version edges that has no newer version itself and has not
+# expired. Every table is pinned to :org_id, so Citus runs it on the organization's shard.
+RESOLVE = f"""
+WITH RECURSIVE {_REQUESTED}, newer(batch, pos, memory_id) AS (
     SELECT requested.batch, requested.pos, found.memory_id
     FROM requested
     JOIN {{schema}}.memories AS found
@@ -348,24 +360,12 @@ WITH RECURSIVE requested AS (
         WHERE edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
     )
     GROUP BY batch, memory_id
-)
-SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
-FROM latest
-JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
-{WITH_NAMES_AND_SOURCES}
-WHERE {timeline.unexpired("m")}
-ORDER BY latest.batch, latest.first_pos, m.seq DESC
-"""
+)""" + _RENDERED.replace("{where}", timeline.unexpired("m"))
 
 # As of :as_of, each requested memory is replaced by the versions of its lineage (the versions
 # before it and after it) that were current then: the same walk, both ways, and the clock's rule.
 _RESOLVE_AS_OF = f"""
-WITH RECURSIVE requested AS (
-    SELECT *
-    FROM unnest(
-        CAST(:batches AS int[]), CAST(:positions AS int[]), CAST(:user_ids AS text[]), CAST(:memory_ids AS uuid[])
-    ) AS r(batch, pos, user_id, memory_id)
-), found AS (
+WITH RECURSIVE {_REQUESTED}, found AS (
     SELECT requested.batch, requested.pos, found.memory_id
     FROM requested
     JOIN {{schema}}.memories AS found
@@ -390,14 +390,7 @@ WITH RECURSIVE requested AS (
     SELECT batch, min(pos) AS first_pos, memory_id
     FROM (SELECT * FROM newer UNION ALL SELECT * FROM older) AS lineage
     GROUP BY batch, memory_id
-)
-SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
-FROM latest
-JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
-{WITH_NAMES_AND_SOURCES}
-WHERE {{current}}
-ORDER BY latest.batch, latest.first_pos, m.seq DESC
-"""
+)""" + _RENDERED.replace("{where}", "{current}")
 
 
 @lru_cache(maxsize=4)
