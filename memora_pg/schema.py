@@ -164,6 +164,8 @@ memories = Table(
         postgresql_using="hnsw",
         postgresql_ops={"embedding": "vector_cosine_ops"},
     ),
+    # Room on each page for HOT updates of the clocks' ends (migration 0008).
+    postgresql_with={"fillfactor": "90"},
 )
 
 memory_sources = Table(

@@ -117,14 +117,6 @@ def numeric_string(value: str) -> Decimal | None:
     return Decimal(value.strip())
 
 
-def unexpired(today: str) -> ColumnElement[bool]:
-    """Memories whose ``expiration_date`` (YYYY-MM-DD in the metadata, mem0's payload key) is not
-    before ``today``, and those without one. Never NULL; no index (a filter on the rows the other
-    conditions leave)."""
-    expires = _text_of("expiration_date").collate("C")
-    return not_(func.coalesce(expires < bindparam("today", today, Text, unique=True), false(), type_=Boolean))
-
-
 def compile_filters(filters: Mapping[str, Any]) -> ColumnElement[bool]:
     """The WHERE condition for ``filters`` over ``memories`` (``true`` for an empty dict).
 

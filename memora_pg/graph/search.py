@@ -24,7 +24,8 @@ from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import DateTime, Float, Integer, Select, and_, bindparam, column, exists, literal, select, text, true
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.elements import BindParameter, ColumnElement
+from sqlalchemy.sql.visitors import replacement_traverse
 
 from memora_pg import vector_params
 from memora_pg.config import Settings
@@ -93,9 +94,9 @@ def query_vectors(vectors: Sequence[Sequence[float]]) -> dict[str, Any]:
 
 @dataclass(frozen=True, eq=False)
 class Where:
-    """A search's condition. Scopes of a usual shape (``shape``: hashable) are built into SQL once,
-    their values bound as ``params``; a condition of another shape (a mem0-style filter) is
-    ``condition`` itself, with its values in it."""
+    """A search's condition, of a hashable ``shape`` built into SQL once per shape, its values bound
+    as ``params``; or, for a condition with no shape (one SQLAlchemy cannot cache), ``condition``
+    itself, with its values in it."""
 
     shape: tuple[Any, ...] | None
     params: dict[str, Any]
@@ -109,10 +110,45 @@ class Where:
         return _SHAPES[self.shape[0]](*self.shape[1:])
 
 
+class FilterShape:
+    """A condition with its values taken out (bound as ``filter_0``, ``filter_1``, ... in the order
+    they appear), equal to another exactly when SQLAlchemy would compile both alike: a mem0-style
+    filter of a shape already seen reuses the search statement built for it."""
+
+    def __init__(self, condition: ColumnElement[bool]) -> None:
+        self.values: dict[str, Any] = {}
+
+        def unbound(element: Any, **_: Any) -> Any:
+            if isinstance(element, BindParameter):
+                name = f"filter_{len(self.values)}"
+                self.values[name] = element.effective_value
+                return bindparam(
+                    name, type_=element.type, expanding=element.expanding, literal_execute=element.literal_execute
+                )
+            return None
+
+        self.condition: ColumnElement[bool] = replacement_traverse(condition, {}, unbound)
+        cache_key = self.condition._generate_cache_key()
+        self.key = None if cache_key is None else cache_key.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FilterShape) and self.key is not None and self.key == other.key
+
+
 def _memories_condition(
-    user: bool, agent: bool, current_only: bool, clock: str | None = None, schema: str | None = None
+    user: bool,
+    agent: bool,
+    current_only: bool,
+    clock: str | None = None,
+    schema: str | None = None,
+    also: FilterShape | None = None,
 ) -> ColumnElement[bool]:
     conditions = [memories.c.org_id == bindparam("where_org_id")]
+    if also is not None:
+        conditions.append(also.condition)
     if user:
         conditions.append(memories.c.user_id == bindparam("where_user_id"))
     if agent:
@@ -179,7 +215,10 @@ def memories_where(
     )
     if also is None:
         return Where(shape, params)
-    return Where(None, {}, and_(_memories_condition(*shape[1:]).params(params), also))
+    filtered = FilterShape(also)
+    if filtered.key is None:
+        return Where(None, params, and_(_memories_condition(*shape[1:]), also))
+    return Where((*shape, filtered), {**params, **filtered.values})
 
 
 def autogen_where(scope: autogen_contents_rows.Scope, *, as_of: datetime | None = None) -> Where:

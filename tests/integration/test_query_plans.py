@@ -205,31 +205,34 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     exact sort (full top-k, never starved). A broad filter at scale: the HNSW index. The same for one query
     (a plain select) and for several (a LATERAL join)."""
     params = query_vectors([[0.1 * (n + 1)] * DIMENSIONS for n in range(queries)])
+    user_scoped_where = search.memories_where("org", also=compile_filters({"user_id": "u7", "category": "rare"}))
     user_scoped = nearest_statement(
-        where=search.memories_where("org", also=compile_filters({"user_id": "u7", "category": "rare"})).sql(),
+        where=user_scoped_where.sql(),
         k=10,
         exact=True,
         queries=queries,
     )
-    nodes = plan_nodes(await _explain_core(seeded, user_scoped, params))
+    nodes = plan_nodes(await _explain_core(seeded, user_scoped, {**params, **user_scoped_where.params}))
     assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
     assert all(index != "ix_memories_embedding_hnsw" for _, index, _ in nodes)
+    selective_where = search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "rare"}))
     selective = nearest_statement(
-        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "rare"})).sql(),
+        where=selective_where.sql(),
         k=10,
         exact=False,
         queries=queries,
     )
-    nodes = plan_nodes(await _explain_core(seeded, selective, params))
+    nodes = plan_nodes(await _explain_core(seeded, selective, {**params, **selective_where.params}))
     if scale[1] >= 10_000:
         assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes
+    broad_where = search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "common"}))
     broad = nearest_statement(
-        where=search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "common"})).sql(),
+        where=broad_where.sql(),
         k=10,
         exact=False,
         queries=queries,
     )
-    nodes = plan_nodes(await _explain_core(seeded, broad, params))
+    nodes = plan_nodes(await _explain_core(seeded, broad, {**params, **broad_where.params}))
     if scale[1] >= 10_000:
         assert ("Index Scan", "ix_memories_embedding_hnsw", "memories") in nodes
 

@@ -80,6 +80,10 @@ async def import_(
             set_aside = await _set_aside_vector_indexes(conn, database.schema)
             replay = _Replay(conn, database, dimensions, batch_size, progress)
             await replay.run(records)
+            # The clocks' ends follow from the chains (an export written before they existed has none);
+            # set before the vector indexes are built again, so their rows are not indexed twice.
+            for org_id in sorted(replay.chained):
+                await versions.clock_organization(conn, org_id=org_id)
             if set_aside:
                 # One build over every row can outlast a statement_timeout meant for the application,
                 # and needs its graph in memory (see Settings.index_build_memory).
@@ -88,9 +92,6 @@ async def import_(
             for definition in set_aside:
                 await conn.execute(text(definition))
             await _advance_identities(conn, database.schema)
-            # The clocks' ends follow from the chains: an export written before they existed has none.
-            for org_id in sorted(replay.chained):
-                await versions.clock_organization(conn, org_id=org_id)
     return replay.counts
 
 
