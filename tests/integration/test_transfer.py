@@ -600,7 +600,8 @@ async def test_export_streams_in_bounded_memory(target: str, tmp_path: Path) -> 
 async def test_import_writes_batches_of_rows(
     graph: PostgresGraphDB, database_url: str, source: Database, target: str
 ) -> None:
-    """Each table goes in with one multi-row insert per batch_size rows, never one statement per row."""
+    """Each table goes in through COPY, moved into the table by one INSERT ... SELECT per batch_size rows,
+    never one statement per row."""
     await populate(graph, database_url)
     exported = await export_text(source)
     engine = create_async_engine(target)
@@ -612,5 +613,5 @@ async def test_import_writes_batches_of_rows(
         await db.close()
         await engine.dispose()
     for table, rows in counts.items():
-        inserts = [s for s in sent if s.startswith(f"INSERT INTO {SCHEMA}.{table} (")]
+        inserts = [s for s in sent if s.startswith(f'INSERT INTO "{SCHEMA}"."{table}" (')]
         assert len(inserts) == -(-rows // 3), (table, rows, len(inserts))

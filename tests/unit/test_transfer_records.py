@@ -114,13 +114,18 @@ def test_select_records_of_every_organization_has_no_filter() -> None:
     assert "WHERE" not in compiled
 
 
-def test_insert_statement_computes_the_full_text_vector() -> None:
-    """The import's insert casts vectors from text and recomputes the tsvector with the schema's full-text rule."""
-    keys = [field.column.name for field in records.record_fields(memories)]
-    statement = records.insert_statement(memories, "tenant_memory")
-    compiled = str(statement.compile(dialect=postgresql.dialect(), column_keys=keys))
-    assert "tenant_memory.to_search_text(" in compiled
-    assert "AS VECTOR" in compiled.upper()
+def test_staged_import_computes_the_full_text_vector() -> None:
+    """The import's move from its COPY table casts vectors from text and recomputes the tsvector with the
+    schema's full-text rule; JSON goes in as its text."""
+    route = records.staged(memories, "tenant_memory")
+    assert '"tenant_memory".to_search_text("search_text")' in route.move
+    assert 'CAST("embedding" AS VECTOR)' in route.move
+    assert '"embedding" text' in route.create
+    assert "ON COMMIT DROP" in route.create
+    row = dict.fromkeys(route.columns)
+    row["metadata"] = {"a": 1}
+    (values,) = route.records([row])
+    assert values[route.columns.index("metadata")] == '{"a": 1}'
 
 
 # -- reading: lines and the header -----------------------------------------------------------

@@ -1,6 +1,7 @@
 """Import: replay an export into a database, all of it in one transaction.
 
-The rows go in with batched multi-row inserts in ONE transaction, so a failed import leaves
+The rows go in through COPY (into a temporary table, then moved into theirs by one statement
+per batch, which computes the derived columns) in ONE transaction, so a failed import leaves
 nothing behind; a large import therefore holds one long transaction (and its locks) until it
 commits. Into an empty database the HNSW index is dropped first and built once at the end, in
 that same transaction: much faster than indexing the rows one by one, with
@@ -17,6 +18,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Table, cast, func, select, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import REGCLASS
@@ -35,9 +37,9 @@ from memora_pg.ops.transfer.records import (
     StrPath,
     check_header,
     decode,
-    insert_statement,
     read_records,
     schema_state,
+    staged,
 )
 from memora_pg.statements import sql
 
@@ -49,12 +51,12 @@ async def import_(
     source: BinaryIO | TextIO | StrPath,
     *,
     progress: Progress | None = None,
-    batch_size: int = 1000,
+    batch_size: int = 10_000,
 ) -> dict[str, int]:
     """Replay an export into ``database``, all of it in one transaction; return the rows written per table.
 
     ``source`` is a path (read with gzip when it ends in ``.gz``) or an open file, text or
-    binary. Rows go in with multi-row inserts of up to ``batch_size`` rows; ``progress`` is
+    binary. Rows go in through COPY in batches of up to ``batch_size`` rows; ``progress`` is
     called with the number of rows written so far after each. Ids and ``seq`` values are kept
     as exported, and each identity sequence is then moved past the largest ``seq`` so that
     later writes keep counting upwards.
@@ -178,10 +180,19 @@ class _Replay:
         assert self.table is not None
         table, rows, last_line = self.table, self.rows, self.first_line + len(self.rows) - 1
         self.rows = []
+        lines = f"Lines {self.first_line}-{last_line}"
+        route = staged(table, self.schema)
+        # COPY into the temporary table, on the driver's connection of this same transaction.
+        await self.conn.execute(text(route.create))
+        driver = (await self.conn.get_raw_connection()).driver_connection
+        assert driver is not None
         try:
-            await self.conn.execute(insert_statement(table, self.schema), rows)
+            await driver.copy_records_to_table(route.name, records=route.records(rows), columns=list(route.columns))
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError, TypeError) as error:
+            raise InvalidInputError(f"{lines}: the database refused these {table.name} rows. {error}") from error
+        try:
+            await self.conn.execute(text(route.move))
         except sa_exc.DBAPIError as error:
-            lines = f"Lines {self.first_line}-{last_line}"
             found = translate(error)
             if isinstance(found, AlreadyExistsError):
                 raise AlreadyExistsError(
@@ -191,6 +202,7 @@ class _Replay:
             if isinstance(error, sa_exc.IntegrityError | sa_exc.DataError):
                 raise InvalidInputError(f"{lines}: the database refused these {table.name} rows. {found}") from error
             raise found from error
+        await self.conn.execute(text(f'TRUNCATE "{route.name}"'))
         self.written += len(rows)
         if self.progress is not None:
             self.progress(self.written)

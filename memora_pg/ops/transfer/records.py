@@ -4,7 +4,7 @@ docs/transfer-format.md specifies the file. Here the format is code: the tables 
 order, each table's record layout (:func:`record_fields`), the statement with which the server
 writes a table's records (:func:`select_records`), and the reading side: lines into records
 (:func:`read_records`), the header's checks (:func:`check_header`), a record into insert
-parameters (:func:`decode`) and the insert those parameters go into (:func:`insert_statement`).
+parameters (:func:`decode`) and the COPY route those parameters go in by (:func:`staged`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from sqlalchemy import (
     Column,
     ColumnElement,
     DateTime,
-    Insert,
     Integer,
     LargeBinary,
     Select,
@@ -35,16 +34,16 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
-    bindparam,
     cast,
     func,
-    insert,
     literal,
     null,
     select,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import TSVECTOR
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import Null
 
 from memora_pg import catalog, migrations
 from memora_pg.db import Database
@@ -62,7 +61,6 @@ from memora_pg.schema import (
     organizations,
     users,
 )
-from memora_pg.statements import to_search_text
 
 FORMAT = "memora_pg_export"
 FORMAT_END = "memora_pg_export_end"
@@ -235,22 +233,64 @@ def check_header(first: tuple[int, dict[str, Any]] | None) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=64)
-def insert_statement(table: Table, schema: str) -> Insert:
-    """A multi-row insert of ``table``: vectors from their text, full-text vectors computed from their source."""
-    computed: dict[Column[Any], ColumnElement[Any]] = {}
+@dataclass(frozen=True)
+class Staged:
+    """How rows of a table go in through COPY: into a temporary table of the same columns (vectors and
+    full-text sources as text), then moved into the table by one ``INSERT ... SELECT`` that casts the
+    vectors and computes the full-text vectors with the schema's rule (migration 0006; it is strict:
+    a null source, a row that is not searchable, gives a null vector)."""
+
+    table: Table
+    name: str
+    columns: tuple[str, ...]
+    create: str
+    move: str
+    json_columns: frozenset[str]
+
+    def records(self, rows: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        """Rows as :func:`decode` gives them, as tuples for COPY (JSON as its text)."""
+        return [tuple(self._value(name, row[name]) for name in self.columns) for row in rows]
+
+    def _value(self, name: str, value: Any) -> Any:
+        if name not in self.json_columns:
+            return value
+        return None if value is None or isinstance(value, Null) else json.dumps(value, allow_nan=False)
+
+
+@lru_cache(maxsize=32)
+def staged(table: Table, schema: str) -> Staged:
+    """The COPY route of ``table`` in ``schema`` (a validated identifier)."""
+    dialect = postgresql.dialect()
+    name = f"memora_pg_import_{table.name}"
+    definitions, selected, json_columns = [], [], set()
     for field in record_fields(table):
-        given = bindparam(field.column.name, type_=Text)
+        column = field.column.name
+        if field.kind in ("vector", "searchable"):
+            definitions.append(f'"{column}" text')
+        else:
+            definitions.append(f'"{column}" {field.column.type.compile(dialect=dialect)}')
+        if field.kind == "json":
+            json_columns.add(column)
         if field.kind == "vector":
-            computed[field.column] = cast(given, field.column.type)
+            selected.append(f'CAST("{column}" AS {field.column.type.compile(dialect=dialect)})')
         elif field.kind == "searchable":
-            # The schema's full-text rule (migration 0006); it is strict: a null source (a memory that is
-            # not searchable) gives a null vector.
-            computed[field.column] = to_search_text(schema, given)
-    return insert(table).values(computed)
+            selected.append(f'"{schema}".to_search_text("{column}")')
+        else:
+            selected.append(f'"{column}"')
+    columns = tuple(field.column.name for field in record_fields(table))
+    listed = ", ".join(f'"{column}"' for column in columns)
+    return Staged(
+        table=table,
+        name=name,
+        columns=columns,
+        create=f'CREATE TEMPORARY TABLE IF NOT EXISTS "{name}" ({", ".join(definitions)}) ON COMMIT DROP',
+        move=f'INSERT INTO "{schema}"."{table.name}" ({listed}) SELECT {", ".join(selected)} FROM "{name}"',
+        json_columns=frozenset(json_columns),
+    )
 
 
 def decode(table: Table, record: dict[str, Any], number: int, dimensions: int) -> dict[str, Any]:
-    """The parameters of :func:`insert_statement` for one record, every value checked against its column."""
+    """The values of one record for :func:`staged`'s COPY, every value checked against its column."""
     layout = record_fields(table)
     unknown = set(record) - {"type"} - {field.key for field in layout}
     if unknown:
