@@ -45,6 +45,9 @@ from memora_pg.statements import sql
 
 __all__ = ["import_"]
 
+# The columns an export made before migration 0008 lacks, which follow from the version chains.
+CLOCKS_ENDS = frozenset({"valid_until", "superseded_at"})
+
 
 async def import_(
     database: Database,
@@ -82,9 +85,9 @@ async def import_(
             set_aside = await _set_aside_vector_indexes(conn, database.schema)
             replay = _Replay(conn, database, dimensions, batch_size, progress)
             await replay.run(records)
-            # The clocks' ends follow from the chains (an export written before they existed has none);
-            # set before the vector indexes are built again, so their rows are not indexed twice.
-            for org_id in sorted(replay.chained):
+            # The clocks' ends follow from the chains: an export written before they existed has none. They
+            # are set before the vector indexes are built again, so that no row is indexed twice.
+            for org_id in sorted(replay.unclocked):
                 await versions.clock_organization(conn, org_id=org_id)
             if set_aside:
                 # One build over every row can outlast a statement_timeout meant for the application,
@@ -131,8 +134,8 @@ class _Replay:
         self.table: Table | None = None
         self.rows: list[dict[str, Any]] = []
         self.first_line = 0
-        # The organizations with version chains among the rows.
-        self.chained: set[str] = set()
+        # The organizations whose memories came without their clocks' ends (an export made before them).
+        self.unclocked: set[str] = set()
 
     async def run(self, records: Iterator[tuple[int, dict[str, Any]]]) -> None:
         last = 1
@@ -158,8 +161,8 @@ class _Replay:
                 await self.flush()
                 self.table, self.first_line = table, number
             row = decode(table, record, number, self.dimensions)
-            if kind == "memory_updates":
-                self.chained.add(row["org_id"])
+            if kind == "memories" and CLOCKS_ENDS.isdisjoint(record):
+                self.unclocked.add(row["org_id"])
             self.rows.append(row)
             self.counts[kind] += 1
             if len(self.rows) >= self.batch_size:
