@@ -7,6 +7,7 @@ and the plan of the package's statement is taken with EXPLAIN ANALYZE on the sam
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -42,6 +43,33 @@ async def explain(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]]) -> 
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + statement, *(parameters or ())
         )
     return "\n".join(row[0] for row in rows)
+
+
+async def server_time(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]], *, repeats: int = 15) -> float:
+    """The server's median time (planning and execution, seconds) on the statements of one read call.
+
+    Each statement runs under ``EXPLAIN (ANALYZE, TIMING OFF)`` in one transaction, in order, as
+    the call sent them; what a call takes beyond this is its client share (Python, the driver, the
+    round trips)."""
+    totals = []
+    for _ in range(repeats):
+        total = 0.0
+        async with conn.transaction():
+            for statement, parameters in sent:
+                plan = await conn.fetchval(
+                    "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + statement, *(parameters or ())
+                )
+                found = json.loads(plan)[0] if isinstance(plan, str) else plan[0]
+                total += (found.get("Planning Time", 0.0) + found.get("Execution Time", 0.0)) / 1000
+        totals.append(total)
+    return statistics.median(totals)
+
+
+async def client_share(conn: asyncpg.Connection, statements: Statements, call: Any, median: float) -> float:
+    """``median`` (a read call's p50) less the server's time on the statements ``call(0)`` sends."""
+    statements.clear()
+    await call(0)
+    return median - await server_time(conn, list(statements.sent))
 
 
 def plan_summary(plan: str) -> str:
@@ -132,6 +160,7 @@ async def resolve_figure(ctx: Context, graph: PostgresGraphDB, statements: State
             ctx.scale,
             ours=runs["as_of"].sample,
             raw=runs["ours"].sample,
+            client_share=await client_share(raw, statements, ours_as_of, runs["as_of"].sample.median),
             notes=[
                 f"{as_of_trips} statement(s) per call",
                 f"{min(runs['as_of'].results)} versions current at the middle of the history",
@@ -150,6 +179,7 @@ async def resolve_figure(ctx: Context, graph: PostgresGraphDB, statements: State
             ctx.scale,
             ours=runs["ours"].sample,
             raw=runs["raw"].sample,
+            client_share=await client_share(raw, statements, ours, runs["ours"].sample.median),
             notes=[f"{trips} statement(s) per call", f"{returned} current versions returned", plan_summary(plan)],
             target="one round trip; ≤ 2× raw",
             met=trips == 1 and ratio <= 2 and returned == asked,
@@ -182,6 +212,7 @@ async def page_figure(ctx: Context, graph: PostgresGraphDB, statements: Statemen
             ctx.scale,
             ours=runs["ours"].sample,
             raw=runs["raw"].sample,
+            client_share=await client_share(raw, statements, ours, runs["ours"].sample.median),
             notes=[f"{trips} statement(s) per call", f"{min(runs['ours'].results)} interactions per page"],
             target="≤ 2× raw",
             met=ratio <= 2,
@@ -321,6 +352,7 @@ async def user_search_figures(ctx: Context, engine: Any, mode: str, raw: asyncpg
                 mode,
                 ours=run.sample,
                 raw=floor_run.sample,
+                client_share=await client_share(raw, statements, calls[name], run.sample.median),
                 notes=[
                     _quality_note("ours", run.results, truths),
                     _quality_note("raw floor", floor_run.results, truths),

@@ -33,6 +33,8 @@ class Figure:
     notes: list[str] = field(default_factory=list)
     target: str = ""
     met: bool | None = None
+    # The package's own time per call (seconds): the p50 less the server's time on the same statements.
+    client_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.ratio is None and self.ours is not None and self.raw is not None and self.raw.median > 0:
@@ -48,6 +50,8 @@ class Figure:
             parts.append(f"{self.rate:,.0f}/s")
         if self.ratio is not None:
             parts.append(f"ratio {self.ratio:.2f}")
+        if self.client_share is not None:
+            parts.append(f"client share {ms(self.client_share)}")
         if self.notes:
             parts.append("; ".join(self.notes))
         if self.target:
@@ -79,15 +83,19 @@ def markdown(figures: Sequence[Figure], *, header: Sequence[str]) -> str:
         sections.setdefault(figure.section, []).append(figure)
     for section, rows in sections.items():
         out += [f"### {section}", ""]
-        out.append("| figure | scale | mode | median | p95 | raw median | raw p95 | rate | ratio | checked | target |")
-        out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        out.append(
+            "| figure | scale | mode | median | p95 | raw median | raw p95 | rate | ratio | client share | checked "
+            "| target |"
+        )
+        out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for f in rows:
             rate = f"{f.rate:,.0f}/s" if f.rate is not None else "—"
             ratio = f"{f.ratio:.2f}×" if f.ratio is not None else "—"
             target = f"{f.target}: {verdict(f.met)}" if f.target else "—"
             out.append(
                 f"| {f.name} | {f.scale} | {f.mode or '—'} | {_cell(f.ours, 'median')} | {_cell(f.ours, 'p95')} "
-                f"| {_cell(f.raw, 'median')} | {_cell(f.raw, 'p95')} | {rate} | {ratio} | {'; '.join(f.notes) or '—'} "
+                f"| {_cell(f.raw, 'median')} | {_cell(f.raw, 'p95')} | {rate} | {ratio} | {ms(f.client_share)} "
+                f"| {'; '.join(f.notes) or '—'} "
                 f"| {target} |"
             )
         out.append("")

@@ -26,6 +26,7 @@ from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, 
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.render import to_model
 from memora_pg.graph.versions import Requested
 from memora_pg.ids import new_short_id, parse_memory_id
 from memora_pg.models import Agent, Interaction, MemoriesAndInteraction, Memory, Organization, User
@@ -460,18 +461,17 @@ class PostgresGraphDB(BaseGraphDB):
         self, org_id: str, user_id: str, interaction_id: str, with_messages: bool = True, with_memories: bool = True
     ) -> Interaction:
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            found = await interactions.get_one(
-                conn,
-                org_id=org_id,
-                user_id=user_id,
-                interaction_id=interaction_id,
-                with_messages=bool(with_messages),
-                with_memories=bool(with_memories),
-            )
-        if found is None:
+        statement = interactions.one(
+            org_id=org_id,
+            user_id=user_id,
+            interaction_id=interaction_id,
+            with_messages=bool(with_messages),
+            with_memories=bool(with_memories),
+        )
+        rows = await self._db.execute_one(statement, read_only=True, org_id=org_id)
+        if not rows:
             raise NotFoundError(check.INTERACTION_MISSING)
-        return found
+        return interactions.interaction_of(rows[0])
 
     async def get_all_user_interactions(
         self,
@@ -485,16 +485,18 @@ class PostgresGraphDB(BaseGraphDB):
         """The user's interactions, most recently updated first, in one statement."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         skip, limit = check.paging(skip, limit)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await interactions.list_for_user(
-                conn,
-                org_id=org_id,
-                user_id=user_id,
-                with_messages=bool(with_their_messages),
-                with_memories=bool(with_their_memories),
-                skip=skip,
-                limit=limit,
-            )
+        statement = interactions.page(
+            org_id=org_id,
+            user_id=user_id,
+            with_messages=bool(with_their_messages),
+            with_memories=bool(with_their_memories),
+            skip=skip,
+            limit=limit,
+        )
+        return [
+            interactions.interaction_of(row)
+            for row in await self._db.execute_one(statement, read_only=True, org_id=org_id)
+        ]
 
     async def delete_user_interaction_and_its_memories(self, org_id: str, user_id: str, interaction_id: str) -> None:
         """Delete the interaction, its messages and the memories it produced; raises if it does not exist."""
@@ -575,20 +577,27 @@ class PostgresGraphDB(BaseGraphDB):
             return []
         # Under row-level security the transaction sees one organization: the first one named.
         org_id = requests[0].org_id if requests else None
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await versions.resolve(conn, requests, len(batch_org_user_mem_ids), as_of=at, clock=clock)
+        statements = versions.resolving(requests, as_of=at, clock=clock)
+        rows: Sequence[Row[Any]] = []
+        if len(statements) == 1:
+            # One statement (one organization, the usual case): autocommit, no BEGIN and COMMIT.
+            rows = await self._db.execute_one(statements[0], read_only=True, org_id=org_id)
+        elif statements:
+            async with self._db.transaction(read_only=True, org_id=org_id) as conn:
+                rows = [row for statement in statements for row in await run(conn, statement)]
+        return versions.resolved(rows, len(batch_org_user_mem_ids), merged=len(statements) > 1)
 
     async def get_user_memory(self, org_id: str, user_id: str, memory_id: str) -> Memory:
         """That exact version (no resolution), rendered, with its surviving sources."""
         check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
         parsed = parse_memory_id(memory_id)
-        found = None
+        rows: Sequence[Row[Any]] = []
         if parsed is not None:
-            async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-                found = await memories.get_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
-        if found is None:
+            statement = memories.one(org_id=org_id, user_id=user_id, memory_id=parsed)
+            rows = await self._db.execute_one(statement, read_only=True, org_id=org_id)
+        if not rows:
             raise NotFoundError(check.MEMORY_MISSING)
-        return found
+        return to_model(rows[0])
 
     async def get_user_memory_history(
         self, org_id: str, user_id: str, memory_id: str, *, as_of: datetime | None = None, as_of_clock: str = "valid"
@@ -603,8 +612,8 @@ class PostgresGraphDB(BaseGraphDB):
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return []
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await versions.history(conn, org_id=org_id, user_id=user_id, memory_id=parsed, as_of=at, clock=clock)
+        statement = versions.history_of(org_id=org_id, user_id=user_id, memory_id=parsed, as_of=at, clock=clock)
+        return [to_model(row) for row in await self._db.execute_one(statement, read_only=True, org_id=org_id)]
 
     async def get_all_user_memories(
         self,
@@ -626,10 +635,10 @@ class PostgresGraphDB(BaseGraphDB):
         at, clock = timeline.check_as_of(as_of), timeline.check_clock(as_of_clock)
         agent = check.optional_id(check.AGENT_ID, agent_id)
         skip, limit = check.paging(skip, limit)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await memories.list_for_user(
-                conn, org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit, as_of=at, clock=clock
-            )
+        statement = memories.listing(
+            org_id=org_id, user_id=user_id, agent_id=agent, skip=skip, limit=limit, as_of=at, clock=clock
+        )
+        return [to_model(row) for row in await self._db.execute_one(statement, read_only=True, org_id=org_id)]
 
     async def delete_user_memory(self, org_id: str, user_id: str, memory_id: str) -> None:
         """Delete that one memory with its sources; its successors are re-attached to its predecessor."""

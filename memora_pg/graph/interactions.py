@@ -16,7 +16,7 @@ from memora_pg.graph import memories, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, to_model
 from memora_pg.models import Interaction, MessageBlock
 from memora_pg.schema import interactions, messages
-from memora_pg.statements import from_json, on_citus, sql
+from memora_pg.statements import Statement, from_json, on_citus, sql
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ ONE = READ.format(schema="{schema}", chosen="AND interaction_id = :interaction_i
 PAGE = READ.format(schema="{schema}", chosen="ORDER BY updated_at DESC, seq DESC OFFSET :skip LIMIT :limit")
 
 
-def _to_model(row: Row[Any]) -> Interaction:
+def interaction_of(row: Row[Any]) -> Interaction:
     message_rows = from_json(row.messages) or []
     memory_rows = from_json(row.memories) or []
     return Interaction(
@@ -198,9 +198,8 @@ def _to_model(row: Row[Any]) -> Interaction:
     )
 
 
-async def get_one(
-    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, with_messages: bool, with_memories: bool
-) -> Interaction | None:
+def one(*, org_id: str, user_id: str, interaction_id: str, with_messages: bool, with_memories: bool) -> Statement:
+    """The interaction (a row for :func:`interaction_of`, or none)."""
     params = {
         "org_id": org_id,
         "user_id": user_id,
@@ -208,20 +207,11 @@ async def get_one(
         "with_messages": with_messages,
         "with_memories": with_memories,
     }
-    row = (await conn.execute(sql(conn, ONE), params)).one_or_none()
-    return _to_model(row) if row else None
+    return Statement(ONE, params)
 
 
-async def list_for_user(
-    conn: AsyncConnection,
-    *,
-    org_id: str,
-    user_id: str,
-    with_messages: bool,
-    with_memories: bool,
-    skip: int,
-    limit: int,
-) -> list[Interaction]:
+def page(*, org_id: str, user_id: str, with_messages: bool, with_memories: bool, skip: int, limit: int) -> Statement:
+    """A page of the user's interactions (rows for :func:`interaction_of`), most recently updated first."""
     params = {
         "org_id": org_id,
         "user_id": user_id,
@@ -230,7 +220,7 @@ async def list_for_user(
         "skip": skip,
         "limit": limit,
     }
-    return [_to_model(row) for row in await conn.execute(sql(conn, PAGE), params)]
+    return Statement(PAGE, params)
 
 
 LOCK_FOR_DELETE = """

@@ -29,10 +29,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg import vector_params
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph import timeline, versions
-from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
-from memora_pg.models import Memory
+from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
 from memora_pg.schema import memories
-from memora_pg.statements import sql
+from memora_pg.statements import Statement, sql
 
 
 @dataclass(frozen=True)
@@ -315,14 +314,12 @@ LIST_FOR_USER = list_statement(False, None)
 LIST_FOR_USER_AND_AGENT = list_statement(True, None)
 
 
-async def get_one(conn: AsyncConnection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> Memory | None:
-    result = await conn.execute(sql(conn, GET_ONE), {"org_id": org_id, "user_id": user_id, "memory_id": memory_id})
-    row = result.one_or_none()
-    return to_model(row) if row else None
+def one(*, org_id: str, user_id: str, memory_id: uuid.UUID) -> Statement:
+    """That memory of the user (a row for ``to_model``, or none)."""
+    return Statement(GET_ONE, {"org_id": org_id, "user_id": user_id, "memory_id": memory_id})
 
 
-async def list_for_user(
-    conn: AsyncConnection,
+def listing(
     *,
     org_id: str,
     user_id: str,
@@ -331,14 +328,15 @@ async def list_for_user(
     limit: int,
     as_of: datetime | None = None,
     clock: str = timeline.VALID,
-) -> list[Memory]:
+) -> Statement:
+    """A page of the user's memories (rows for ``to_model``), newest first: every version, or those
+    current at ``as_of``."""
     params: dict[str, Any] = {"org_id": org_id, "user_id": user_id, "skip": skip, "limit": limit}
     if agent_id:
         params["agent_id"] = agent_id
     if as_of is not None:
         params["as_of"] = as_of
-    statement = list_statement(bool(agent_id), None if as_of is None else clock)
-    return [to_model(row) for row in await conn.execute(sql(conn, statement), params)]
+    return Statement(list_statement(bool(agent_id), None if as_of is None else clock), params)
 
 
 # -- reading: plain rows (the mem0-style API) ------------------------------------------------

@@ -12,6 +12,7 @@ user or agent no longer exists stays as it is.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Row
@@ -66,16 +67,31 @@ owner.user_name, agent.agent_label, sourced.sources
 
 
 def to_model(row: Row[Any] | dict[str, Any]) -> Memory:
-    """A row of MEMORY_COLUMNS (or its JSON form) as the contract's rendered ``Memory``."""
+    """A row of MEMORY_COLUMNS (or its JSON form) as the contract's rendered ``Memory``.
+
+    The row's values have their columns' types already (text, a timestamptz, the sources as the
+    statement's json_build_object made them), so the models are constructed without validating
+    them again: validation was most of a read's time in Python.
+    """
     data = row._mapping if isinstance(row, Row) else row
     sources = from_json(data["sources"])
-    return Memory(
+    return Memory.model_construct(
         org_id=data["org_id"],
         user_id=data["user_id"],
         agent_id=data["agent_id"],
         interaction_id=data["interaction_id"],
         memory_id=str(data["memory_id"]),
         memory=render(data["memory"], user_name=data["user_name"], agent_label=data["agent_label"]),
-        obtained_at=data["obtained_at"],
-        message_sources=[MessageBlock(**source) for source in sources or []],
+        obtained_at=_timestamp(data["obtained_at"]),
+        message_sources=[
+            MessageBlock.model_construct(
+                msg_position=source["msg_position"], role=source["role"], content=source["content"]
+            )
+            for source in sources or []
+        ],
     )
+
+
+def _timestamp(value: datetime | str) -> datetime:
+    """A timestamptz from a row, or from the JSON of a row (PostgreSQL writes it in ISO 8601)."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value

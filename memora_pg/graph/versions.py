@@ -16,12 +16,13 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.graph import timeline
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
 from memora_pg.models import Memory
-from memora_pg.statements import sql
+from memora_pg.statements import Statement, sql
 
 if TYPE_CHECKING:
     # memories imports this module (a delete repairs chains): NewMemory only types arguments here.
@@ -401,19 +402,13 @@ def resolve_statement(clock: str | None) -> str:
     return _RESOLVE_AS_OF.replace("{current}", timeline.current_at("m", clock))
 
 
-async def history(
-    conn: AsyncConnection,
-    *,
-    org_id: str,
-    user_id: str,
-    memory_id: uuid.UUID,
-    as_of: datetime | None = None,
-    clock: str = timeline.VALID,
-) -> list[Memory]:
-    """The memory and the versions before it, newest first; as it stood at ``as_of`` when given."""
-    statement = history_statement(None if as_of is None else clock)
+def history_of(
+    *, org_id: str, user_id: str, memory_id: uuid.UUID, as_of: datetime | None = None, clock: str = timeline.VALID
+) -> Statement:
+    """The memory and the versions before it, newest first (rows for ``to_model``); as it stood at
+    ``as_of`` when given."""
     params = {"org_id": org_id, "user_id": user_id, "memory_id": memory_id, "as_of": as_of}
-    return [to_model(row) for row in await conn.execute(sql(conn, statement), params)]
+    return Statement(history_statement(None if as_of is None else clock), params)
 
 
 @dataclass(frozen=True)
@@ -425,41 +420,38 @@ class Requested:
     memory_id: uuid.UUID
 
 
-async def resolve(
-    conn: AsyncConnection,
-    requests: Sequence[Requested],
-    batches: int,
-    *,
-    as_of: datetime | None = None,
-    clock: str = timeline.VALID,
-) -> list[list[Memory]]:
-    """The current versions of the requested memories (now, or at ``as_of`` by ``clock``), one list per batch.
-
-    One statement per organization among the requests (one in the common case): a statement is
-    pinned to its organization, which is what a Citus cluster needs to run it on one shard.
-    """
-    results: list[list[Memory]] = [[] for _ in range(batches)]
+def resolving(
+    requests: Sequence[Requested], *, as_of: datetime | None = None, clock: str = timeline.VALID
+) -> list[Statement]:
+    """The statements of a resolved fetch: one per organization among the requests (one in the common
+    case), each pinned to its organization, which is what a Citus cluster needs to run it on one shard.
+    Each finds the current versions of its requests (now, or at ``as_of`` by ``clock``)."""
     by_org: dict[str, list[Requested]] = {}
     for request in requests:
         by_org.setdefault(request.org_id, []).append(request)
-    found: list[Any] = []
-    for org_id, group in by_org.items():
-        found.extend(
-            await conn.execute(
-                sql(conn, resolve_statement(None if as_of is None else clock)),
-                {
-                    "org_id": org_id,
-                    "as_of": as_of,
-                    "batches": [r.batch for r in group],
-                    "positions": [r.position for r in group],
-                    "user_ids": [r.user_id for r in group],
-                    "memory_ids": [r.memory_id for r in group],
-                },
-            )
+    template = resolve_statement(None if as_of is None else clock)
+    return [
+        Statement(
+            template,
+            {
+                "org_id": org_id,
+                "as_of": as_of,
+                "batches": [r.batch for r in group],
+                "positions": [r.position for r in group],
+                "user_ids": [r.user_id for r in group],
+                "memory_ids": [r.memory_id for r in group],
+            },
         )
-    if len(by_org) > 1:
-        # Each statement's rows are in order: merge them into the order one statement would give.
-        found.sort(key=lambda row: (row.batch, row.first_pos, -row.seq))
-    for row in found:
+        for org_id, group in by_org.items()
+    ]
+
+
+def resolved(rows: Sequence[Row[Any]], batches: int, *, merged: bool) -> list[list[Memory]]:
+    """The rows of :func:`resolving`'s statements as one list of memories per batch; ``merged`` when the
+    rows of several statements were put together (each statement's are in order, not their union)."""
+    if merged:
+        rows = sorted(rows, key=lambda row: (row.batch, row.first_pos, -row.seq))
+    results: list[list[Memory]] = [[] for _ in range(batches)]
+    for row in rows:
         results[row.batch].append(to_model(row))
     return results
