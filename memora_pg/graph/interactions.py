@@ -184,16 +184,23 @@ PAGE = READ.format(schema="{schema}", chosen="ORDER BY updated_at DESC, seq DESC
 
 
 def interaction_of(row: Row[Any]) -> Interaction:
+    """A row of :data:`ONE` or :data:`PAGE` as the contract's ``Interaction``, constructed without validating
+    again what the statement built (as :func:`memora_pg.graph.render.to_model` does)."""
     message_rows = from_json(row.messages) or []
     memory_rows = from_json(row.memories) or []
-    return Interaction(
+    return Interaction.model_construct(
         org_id=row.org_id,
         user_id=row.user_id,
         agent_id=row.agent_id,
         interaction_id=row.interaction_id,
         created_at=row.created_at,
         updated_at=row.updated_at,
-        messages=[MessageBlock(**message) for message in message_rows],
+        messages=[
+            MessageBlock.model_construct(
+                msg_position=message["msg_position"], role=message["role"], content=message["content"]
+            )
+            for message in message_rows
+        ],
         memories=[to_model(memory) for memory in memory_rows],
     )
 
