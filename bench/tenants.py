@@ -54,8 +54,9 @@ SELECT 'org-' || (g % $1 + 1), gen_random_uuid(), 'user', 'agent', 'memory numbe
        now() - g * interval '1 second', v.embedding, to_tsvector('english', 'memory number ' || g)
 FROM generate_series(1, $2) AS g
 CROSS JOIN LATERAL (
-    SELECT CAST(array_agg(random() - 0.5 + 0 * g) AS vector({DIMENSIONS})) AS embedding
-    FROM generate_series(1, {DIMENSIONS})
+    -- d makes the aggregate the subquery's; g makes the subquery run again for each row
+    SELECT CAST(array_agg(random() - 0.5 + 0 * d + 0 * g) AS vector({DIMENSIONS})) AS embedding
+    FROM generate_series(1, {DIMENSIONS}) AS d
 ) AS v
 """
 
