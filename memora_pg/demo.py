@@ -137,6 +137,15 @@ async def run_demo(settings: Settings) -> None:
                 "History of that memory", ["obtained", "memory"], [[m.obtained_at.date(), m.memory] for m in history]
             )
         )
+        then = _when(10)
+        as_of = await graph.fetch_user_memories_resolved(refs, as_of=then)
+        print(
+            _table(
+                f"As of {then.date()} (valid time): what was true then",
+                ["memory"],
+                [[m.memory] for m in as_of if "Lisbon" in m.memory or "Berlin" in m.memory],
+            )
+        )
         print(
             f"Report: {len(every_version)} memory versions, {len(resolved)} current after resolution, "
             f"{len(history) - 1} contradiction(s) in the chain, {len(stored.messages or [])} messages."

@@ -124,14 +124,18 @@ def test_errors_exit_1_with_a_message(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_demo_runs_on_a_given_database(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """memora-pg demo tells its story on any server: the newest version wins, the history shows both."""
+    """memora-pg demo tells its story on any server: the newest version wins, the history shows both, and
+    as of a day in between the older one was true."""
     assert main(["demo", "--database-url", database_url]) == 0
     out = capsys.readouterr().out
     resolved = out.split("Resolved:")[1].split("History")[0]
     assert "Jake moved to Berlin" in resolved
     assert "Jake lives in Lisbon" not in resolved
-    history = out.split("History of that memory")[1]
+    history = out.split("History of that memory")[1].split("As of")[0]
     assert history.index("Jake moved to Berlin") < history.index("Jake lives in Lisbon")
+    then = out.split("As of")[1].split("Report:")[0]
+    assert "Jake lives in Lisbon" in then
+    assert "Berlin" not in then
 
 
 def test_index_modes(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
