@@ -45,6 +45,15 @@ async def explain(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]]) -> 
     return "\n".join(row[0] for row in rows)
 
 
+async def explained(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]], options: str) -> list[dict[str, Any]]:
+    """The JSON plan of each statement one call sent, under ``EXPLAIN (options, FORMAT JSON)``."""
+    plans = []
+    for statement, parameters in sent:
+        plan = await conn.fetchval(f"EXPLAIN ({options}, FORMAT JSON) " + statement, *(parameters or ()))
+        plans.append((json.loads(plan) if isinstance(plan, str) else plan)[0])
+    return plans
+
+
 async def server_time(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]], *, repeats: int = 15) -> float:
     """The server's median time (planning and execution, seconds) on the statements of one read call.
 
@@ -53,16 +62,10 @@ async def server_time(conn: asyncpg.Connection, sent: Sequence[tuple[str, Any]],
     round trips)."""
     totals = []
     for _ in range(repeats):
-        total = 0.0
         async with conn.transaction():
-            for statement, parameters in sent:
-                plan = await conn.fetchval(
-                    "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) " + statement, *(parameters or ())
-                )
-                found = json.loads(plan)[0] if isinstance(plan, str) else plan[0]
-                total += (found.get("Planning Time", 0.0) + found.get("Execution Time", 0.0)) / 1000
-        totals.append(total)
-    return statistics.median(totals)
+            plans = await explained(conn, sent, "ANALYZE, TIMING OFF")
+        totals.append(sum(p.get("Planning Time", 0.0) + p.get("Execution Time", 0.0) for p in plans) / 1000)
+    return float(statistics.median(totals))
 
 
 async def client_share(conn: asyncpg.Connection, statements: Statements, call: Any, median: float) -> float:
@@ -127,9 +130,11 @@ async def resolve_figure(ctx: Context, graph: PostgresGraphDB, statements: State
             for j in data.chain_roots(ctx.layout, user, RESOLVE_IDS)
         ]
 
+    def batch(i: int) -> list[list[dict[str, str]]]:
+        return [[{"org_id": o, "user_id": u, "memory_id": str(m)} for o, u, m in requests(i)]]
+
     async def ours(i: int) -> int:
-        batch = [[{"org_id": o, "user_id": u, "memory_id": str(m)} for o, u, m in requests(i)]]
-        return len((await graph.fetch_user_memories_resolved_batch(batch))[0])
+        return len((await graph.fetch_user_memories_resolved_batch(batch(i)))[0])
 
     async def theirs(i: int) -> int:
         return len(await baselines.resolve(raw, requests(i)))
@@ -138,8 +143,7 @@ async def resolve_figure(ctx: Context, graph: PostgresGraphDB, statements: State
     middle = data.BASE_TIME + timedelta(seconds=ctx.layout.per_user // 2 * 12)
 
     async def ours_as_of(i: int) -> int:
-        batch = [[{"org_id": o, "user_id": u, "memory_id": str(m)} for o, u, m in requests(i)]]
-        return len((await graph.fetch_user_memories_resolved_batch(batch, as_of=middle))[0])
+        return len((await graph.fetch_user_memories_resolved_batch(batch(i), as_of=middle))[0])
 
     runs = await interleaved(
         {"ours": ours, "raw": theirs, "as_of": ours_as_of}, iterations=ctx.iterations, warmup=ctx.warmup

@@ -30,6 +30,7 @@ import asyncpg  # type: ignore[import-untyped]
 
 from bench import data, load
 from bench.context import Statements
+from bench.reads import explained
 from bench.server import Server, connect, sqlalchemy_url
 from bench.timing import interleaved
 from memora_pg import MemoriesAndInteraction, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings, db
@@ -84,12 +85,7 @@ async def seed(url: str, orgs: int, memories: int) -> float:
 
 async def planning_ms(conn: asyncpg.Connection, sent: list[tuple[str, Any]]) -> float:
     """The planning time of the statements one call sent (``EXPLAIN (SUMMARY)``: planned, not run)."""
-    total = 0.0
-    for statement, parameters in sent:
-        plan = await conn.fetchval("EXPLAIN (SUMMARY ON, FORMAT JSON) " + statement, *(parameters or ()))
-        found = json.loads(plan)[0] if isinstance(plan, str) else plan[0]
-        total += found.get("Planning Time", 0.0)
-    return total
+    return float(sum(plan.get("Planning Time", 0.0) for plan in await explained(conn, sent, "SUMMARY ON")))
 
 
 async def measure(url: str, orgs: int, memories: int, iterations: int) -> dict[str, Any]:

@@ -311,7 +311,6 @@ def list_statement(agent: bool, clock: str | None) -> str:
 
 
 LIST_FOR_USER = list_statement(False, None)
-LIST_FOR_USER_AND_AGENT = list_statement(True, None)
 
 
 def one(*, org_id: str, user_id: str, memory_id: uuid.UUID) -> Statement:

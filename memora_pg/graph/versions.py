@@ -316,8 +316,6 @@ def history_statement(clock: str | None) -> str:
     return _HISTORY.replace("{begun}", begun)
 
 
-HISTORY = history_statement(None)
-
 # The requested memories of a resolved fetch: (batch, position in it, user, memory).
 _REQUESTED = """requested AS (
     SELECT *

@@ -134,6 +134,8 @@ class _Replay:
         self.table: Table | None = None
         self.rows: list[dict[str, Any]] = []
         self.first_line = 0
+        # The temporary tables of the COPY route created in this transaction.
+        self.created: set[str] = set()
         # The organizations whose memories came without their clocks' ends (an export made before them).
         self.unclocked: set[str] = set()
 
@@ -185,8 +187,10 @@ class _Replay:
         self.rows = []
         lines = f"Lines {self.first_line}-{last_line}"
         route = staged(table, self.schema)
+        if route.name not in self.created:
+            await self.conn.execute(text(route.create))
+            self.created.add(route.name)
         # COPY into the temporary table, on the driver's connection of this same transaction.
-        await self.conn.execute(text(route.create))
         driver = (await self.conn.get_raw_connection()).driver_connection
         assert driver is not None
         try:

@@ -283,7 +283,7 @@ def staged(table: Table, schema: str) -> Staged:
         table=table,
         name=name,
         columns=columns,
-        create=f'CREATE TEMPORARY TABLE IF NOT EXISTS "{name}" ({", ".join(definitions)}) ON COMMIT DROP',
+        create=f'CREATE TEMPORARY TABLE "{name}" ({", ".join(definitions)}) ON COMMIT DROP',
         move=f'INSERT INTO "{schema}"."{table.name}" ({listed}) SELECT {", ".join(selected)} FROM "{name}"',
         json_columns=frozenset(json_columns),
     )
