@@ -19,12 +19,14 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from bench import data
 from bench.server import connect, sqlalchemy_url
 from memora_pg import migrations
+from memora_pg.config import Settings
 from memora_pg.graph import versions
 
 SCHEMA = "memora"
 HNSW_INDEX = "ix_memories_embedding_hnsw"
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
+# The package's defaults, unless a run asks for others (``--hnsw-m``, ``--hnsw-ef-construction``).
+HNSW_M: int = Settings.model_fields["hnsw_m"].default
+HNSW_EF_CONSTRUCTION: int = Settings.model_fields["hnsw_ef_construction"].default
 BATCH = 20_000
 
 MEMORY_COLUMNS = (
@@ -40,11 +42,15 @@ MEMORY_COLUMNS = (
     "search_text",
 )
 
-# The index as the first migration creates it (same name, operator class and parameters).
-CREATE_HNSW = (
-    f'CREATE INDEX {HNSW_INDEX} ON "{SCHEMA}".memories USING hnsw (embedding vector_cosine_ops) '
-    f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
-)
+
+def create_hnsw(m: int, ef_construction: int) -> str:
+    """The index as the first migration creates it (same name and operator class)."""
+    return (
+        f'CREATE INDEX {HNSW_INDEX} ON "{SCHEMA}".memories USING hnsw (embedding vector_cosine_ops) '
+        f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+    )
+
+
 DROP_HNSW = f'DROP INDEX IF EXISTS "{SCHEMA}".{HNSW_INDEX}'
 
 
@@ -162,7 +168,7 @@ async def load(url: str, layout: data.Layout, space: data.VectorSpace) -> LoadTi
 BUILD_MEMORY = "4GB"
 
 
-async def build_hnsw(url: str) -> float:
+async def build_hnsw(url: str, m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION) -> float:
     """Build the HNSW index the way an operator would after a bulk load; returns the seconds it took."""
     conn = await connect(url)
     try:
@@ -170,7 +176,7 @@ async def build_hnsw(url: str) -> float:
         await conn.execute(f"SET maintenance_work_mem = '{BUILD_MEMORY}'")
         await conn.execute("SET max_parallel_maintenance_workers = 1")
         started = time.perf_counter()
-        await conn.execute(CREATE_HNSW)
+        await conn.execute(create_hnsw(m, ef_construction))
         elapsed = time.perf_counter() - started
         await conn.execute(f'ANALYZE "{SCHEMA}".memories')
     finally:

@@ -60,6 +60,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="100",
         help="comma-separated hnsw_ef_search values: the organization-wide search in hnsw mode runs once with each",
     )
+    parser.add_argument(
+        "--hnsw-m", type=int, default=load.HNSW_M, help="HNSW m of every index the run builds (default: the package's)"
+    )
+    parser.add_argument(
+        "--hnsw-ef-construction",
+        type=int,
+        default=load.HNSW_EF_CONSTRUCTION,
+        help="HNSW ef_construction of every index the run builds (default: the package's)",
+    )
     parser.add_argument("--note", default="", help="a line added under the header (e.g. 'the machine was shared')")
     return parser.parse_args(argv)
 
@@ -74,23 +83,27 @@ async def run_scale(server: Server, n: int, args: argparse.Namespace) -> list[Fi
     )
     url = await server.create_database(name)
     ctx = Context(url, layout, space, VectorBook(space), iterations=args.iterations, warmup=args.warmup)
+    # memora_pg's own index builds (the import's) use the same parameters as the raw build.
+    ctx.overrides.update(hnsw_m=args.hnsw_m, hnsw_ef_construction=args.hnsw_ef_construction)
+    index = {"m": args.hnsw_m, "ef_construction": args.hnsw_ef_construction}
     try:
         started = time.perf_counter()
         times = await load.load(url, layout, space)
         print(f"   loaded in {time.perf_counter() - started:.0f} s", flush=True)
 
         if args.only == "bulk":
-            await bulk.bulk_figure(ctx, server, times, await load.build_hnsw(url))
+            await bulk.bulk_figure(ctx, server, times, await load.build_hnsw(url, **index))
             return ctx.figures
         if args.only == "org":
-            await load.build_hnsw(url)
+            build_s = await load.build_hnsw(url, **index)
+            print(f"   HNSW (m {args.hnsw_m}, ef_construction {args.hnsw_ef_construction}) built in {build_s:.0f} s")
             await org_sweep(ctx, args)
             return ctx.figures
         await writes.save_figures(ctx, "exact")
         add_exact = await writes.add_figure(ctx, "exact")
         await reads.read_figures(ctx, "exact")
 
-        build_s = await load.build_hnsw(url)
+        build_s = await load.build_hnsw(url, **index)
         await bulk.bulk_figure(ctx, server, times, build_s)
 
         await writes.save_figures(ctx, "hnsw")
@@ -127,6 +140,16 @@ async def org_sweep(ctx: Context, args: argparse.Namespace, *, skip: int | None 
             await reads.org_hnsw_figure(ctx)
         finally:
             ctx.overrides.pop("hnsw_ef_search")
+
+
+def index_options(args: argparse.Namespace) -> str:
+    """The --hnsw-* options of the command line, where they are not the package's defaults."""
+    options = ""
+    if args.hnsw_m != load.HNSW_M:
+        options += f" --hnsw-m {args.hnsw_m}"
+    if args.hnsw_ef_construction != load.HNSW_EF_CONSTRUCTION:
+        options += f" --hnsw-ef-construction {args.hnsw_ef_construction}"
+    return options
 
 
 def growth_figures(figures: list[Figure]) -> list[Figure]:
@@ -184,6 +207,7 @@ async def main(argv: list[str] | None = None) -> list[Figure]:
         f"Command: `python -m bench.run --scale {args.scale} --iterations {args.iterations} "
         f"--warmup {args.warmup}{' --only ' + args.only if args.only != 'all' else ''}"
         f"{' --ef-search ' + args.ef_search if args.ef_search != '100' else ''}"
+        f"{index_options(args)}"
         f"{' --out ' + str(args.out) if args.out else ''}`",
     ]
     if args.note:
