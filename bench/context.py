@@ -14,7 +14,7 @@ from bench import data
 from bench.load import SCHEMA
 from bench.report import Figure
 from bench.server import sqlalchemy_url
-from memora_pg import Settings, db
+from memora_pg import Settings, db, driver
 
 
 class VectorBook:
@@ -55,6 +55,7 @@ class Statements:
     def __init__(self, engine: AsyncEngine) -> None:
         self.sent: list[tuple[str, Any]] = []
         event.listen(engine.sync_engine, "before_cursor_execute", self._record)
+        driver.listen(engine, lambda statement, arguments: self.sent.append((statement, arguments)))
 
     def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
         self.sent.append((statement, parameters))

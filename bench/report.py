@@ -35,6 +35,9 @@ class Figure:
     met: bool | None = None
     # The package's own time per call (seconds): the p50 less the server's time on the same statements.
     client_share: float | None = None
+    # The same for the raw side (its p50 less the server's time on its statements), where measured:
+    # what the round trip and asyncpg's decoding of the rows cost with no package at all.
+    raw_client_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.ratio is None and self.ours is not None and self.raw is not None and self.raw.median > 0:
@@ -51,7 +54,7 @@ class Figure:
         if self.ratio is not None:
             parts.append(f"ratio {self.ratio:.2f}")
         if self.client_share is not None:
-            parts.append(f"client share {ms(self.client_share)}")
+            parts.append(f"client share {share(self)}")
         if self.notes:
             parts.append("; ".join(self.notes))
         if self.target:
@@ -64,6 +67,13 @@ def ms(seconds: float | None) -> str:
         return "—"
     value = seconds * 1000
     return f"{value:.2f} ms" if value < 100 else f"{value:,.0f} ms"
+
+
+def share(figure: Figure) -> str:
+    """The client share, and the raw side's beside it when measured."""
+    if figure.raw_client_share is None:
+        return ms(figure.client_share)
+    return f"{ms(figure.client_share)} (raw {ms(figure.raw_client_share)})"
 
 
 def verdict(met: bool | None) -> str:
@@ -94,7 +104,7 @@ def markdown(figures: Sequence[Figure], *, header: Sequence[str]) -> str:
             target = f"{f.target}: {verdict(f.met)}" if f.target else "—"
             out.append(
                 f"| {f.name} | {f.scale} | {f.mode or '—'} | {_cell(f.ours, 'median')} | {_cell(f.ours, 'p95')} "
-                f"| {_cell(f.raw, 'median')} | {_cell(f.raw, 'p95')} | {rate} | {ratio} | {ms(f.client_share)} "
+                f"| {_cell(f.raw, 'median')} | {_cell(f.raw, 'p95')} | {rate} | {ratio} | {share(f)} "
                 f"| {'; '.join(f.notes) or '—'} "
                 f"| {target} |"
             )

@@ -321,6 +321,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_progress(phase: str, done: int, total: int) -> None:
+    """A running index build's progress, on stderr (stdout stays the command's answer)."""
+    share = f" ({100 * done / total:.0f}%)" if total else ""
+    print(f"building the HNSW index: {phase}, {done:,} of {total:,} rows{share}", file=sys.stderr, flush=True)
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
     from memora_pg.db import Database
     from memora_pg.ops import indexes
@@ -329,13 +335,33 @@ def _cmd_index(args: argparse.Namespace) -> int:
         async with Database(settings=_settings(args)) as database:
             if args.action == "build":
                 await indexes.build_missing(database)
-                found = await indexes.build_hnsw(database)
+                found = await indexes.build_hnsw(database, progress=_build_progress)
             elif args.action == "drop":
                 found = await indexes.drop_hnsw(database)
             else:
                 found = await indexes.state(database)
-        text_ = f"index mode: {found.mode}" + ("" if found.valid else " (INVALID: run memora-pg index build)")
-        _print(args, {"mode": found.mode, "valid": found.valid, "definition": found.definition}, text_)
+            settings = database.settings
+        text_ = f"index mode: {found.mode}"
+        if found.mode == "hnsw":
+            text_ += f" (m = {found.m}, ef_construction = {found.ef_construction})"
+            if not found.valid:
+                text_ += " INVALID: run memora-pg index build"
+            elif not found.built_as(settings):
+                text_ += (
+                    f"; the settings ask for m = {settings.hnsw_m}, ef_construction = "
+                    f"{settings.hnsw_ef_construction}: 'memora-pg index build' rebuilds it without blocking"
+                )
+        _print(
+            args,
+            {
+                "mode": found.mode,
+                "valid": found.valid,
+                "definition": found.definition,
+                "m": found.m,
+                "ef_construction": found.ef_construction,
+            },
+            text_,
+        )
         return 0
 
     return _run(go())
@@ -479,7 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
         "switch between the hnsw and exact index modes",
         "hnsw: the HNSW index is kept up to date on every write; organization-wide searches use it.\n"
         "exact: no HNSW index; writes are far faster, user-scoped searches are unchanged (always exact),\n"
-        "organization-wide searches scan exactly. 'build' and 'drop' use CONCURRENTLY: no write waits.",
+        "organization-wide searches scan exactly. 'build' and 'drop' use CONCURRENTLY: no write waits.\n"
+        "'build' also rebuilds an index built with other parameters than MEMORA_PG_HNSW_M and\n"
+        "MEMORA_PG_HNSW_EF_CONSTRUCTION (beside the old one, which serves searches until the new one\n"
+        "replaces it), printing its progress on stderr.",
     )
     index.add_argument("action", choices=["status", "build", "drop"])
 

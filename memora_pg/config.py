@@ -81,6 +81,13 @@ class Settings(BaseSettings):
     statement_cache_size: int = Field(
         default=100, ge=0, description="asyncpg prepared-statement cache; 0 behind pgbouncer in transaction mode."
     )
+    direct_statements: bool = Field(
+        default=True,
+        description="Run a call that is one statement (searches, gets, listings, saves) on the pooled "
+        "connection's asyncpg connection with asyncpg's prepared statements, not through SQLAlchemy's execution "
+        "(memora_pg.driver): about 1 ms less per call. SQLAlchemy's before_cursor_execute event (and tracing built "
+        "on it) does not see those statements; off, every statement goes through SQLAlchemy.",
+    )
     statement_timeout_ms: int | None = Field(
         default=None, ge=0, description="Sent as a startup parameter (pgbouncer refuses it: set it on the role)."
     )

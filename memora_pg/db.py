@@ -19,13 +19,14 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+import asyncpg  # type: ignore[import-untyped]
 from pydantic import SecretStr
 from sqlalchemy import event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Row, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from memora_pg import embedded, pool, vector_params
+from memora_pg import driver, embedded, pool, vector_params
 from memora_pg.config import Settings
 from memora_pg.errors import (
     ConfigurationError,
@@ -139,7 +140,7 @@ def deployment_errors(engine: AsyncEngine) -> Iterator[None]:
                 "MEMORA_PG_POOL_SIZE, MEMORA_PG_MAX_OVERFLOW or MEMORA_PG_POOL_TIMEOUT, or hold connections "
                 "for less time."
             ) from error
-        except sa_exc.DBAPIError as error:
+        except (sa_exc.DBAPIError, asyncpg.PostgresError) as error:
             if sqlstate_of(error) == READ_ONLY_SQL_TRANSACTION:
                 raise ConfigurationError(
                     "The database refused a write because it is read-only (SQLSTATE 25006): writes need the "
@@ -157,9 +158,6 @@ def _pool_status(engine: AsyncEngine) -> str:
         return type(pool).__name__
 
 
-_VECTOR_CODEC = "memora_pg_vector_codec"
-
-
 async def with_vector_codec(conn: AsyncConnection) -> None:
     """pgvector's binary codec on the connection (see memora_pg.vector_params), registered once.
 
@@ -167,11 +165,11 @@ async def with_vector_codec(conn: AsyncConnection) -> None:
     the connection, so a new connection registers again. Before pgvector is installed (a
     database not yet migrated) nothing is marked, and the next transaction tries again.
     """
-    if conn.info.get(_VECTOR_CODEC):
+    if conn.info.get(driver.VECTOR_CODEC):
         return
-    driver = (await conn.get_raw_connection()).driver_connection
-    if driver is not None and await vector_params.register(driver):
-        conn.info[_VECTOR_CODEC] = True
+    asyncpg_connection = (await conn.get_raw_connection()).driver_connection
+    if asyncpg_connection is not None and await vector_params.register(asyncpg_connection):
+        conn.info[driver.VECTOR_CODEC] = True
 
 
 class Database:
@@ -302,8 +300,10 @@ class Database:
         """Run one statement as its own transaction and return its rows; run again when it lost a race.
 
         A single statement is as atomic as a transaction, so it runs in autocommit mode and the
-        two round trips of BEGIN and COMMIT are saved. Row-level security needs a real
-        transaction (its tenant setting lasts for one), so with it on the statement runs in one.
+        two round trips of BEGIN and COMMIT are saved; it runs on the pooled connection's asyncpg
+        connection with asyncpg's prepared statements (:mod:`memora_pg.driver`), unless it is one
+        SQLAlchemy must run. Row-level security needs a real transaction (its tenant setting
+        lasts for one), so with it on the statement runs in one.
         """
         if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
             return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
@@ -311,10 +311,16 @@ class Database:
         async def attempt() -> Sequence[Row[Any]]:
             engine = await (self.read_engine() if read_only else self.engine())
             with deployment_errors(engine):
+                direct = (
+                    driver.prepared(statement, self.schema, engine.dialect) if self.settings.direct_statements else None
+                )
+                if direct is not None and direct.usable:
+                    return await driver.fetch(engine, direct, statement.params)
                 async with engine.connect() as conn:
                     await with_vector_codec(conn)
                     await conn.execution_options(isolation_level="AUTOCOMMIT")
-                    return await run(conn, statement)
+                    # A statement's first run here tells the driver path its columns' types.
+                    return await run(conn, statement, described=direct.check_columns if direct else None)
 
         return await _again_after_lost_races(attempt)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import exc as sa_exc
 
 
@@ -106,8 +107,9 @@ def _constraint_name(error: BaseException) -> str | None:
     return None
 
 
-def translate(error: sa_exc.DBAPIError) -> MemoraPGError:
-    """Map a driver error to the package's family, by SQLSTATE and never by message text."""
+def translate(error: sa_exc.DBAPIError | asyncpg.PostgresError) -> MemoraPGError:
+    """Map a driver error (wrapped by SQLAlchemy, or asyncpg's own from ``memora_pg.driver``) to the
+    package's family, by SQLSTATE and never by message text."""
     code = sqlstate_of(error)
     translated: MemoraPGError
     if code == _UNIQUE_VIOLATION:
@@ -119,7 +121,9 @@ def translate(error: sa_exc.DBAPIError) -> MemoraPGError:
     elif code in _RETRYABLE:
         translated = TransientDatabaseError(f"The transaction lost a race and was rolled back (SQLSTATE {code}).")
     else:
-        translated = DatabaseError(f"The database call failed (SQLSTATE {code or 'unknown'}): {error.orig!r}")
+        translated = DatabaseError(
+            f"The database call failed (SQLSTATE {code or 'unknown'}): {getattr(error, 'orig', error)!r}"
+        )
     translated.sqlstate = code
     translated.constraint_name = _constraint_name(error)
     return translated
@@ -132,7 +136,7 @@ def database_errors() -> Iterator[None]:
         yield
     except MemoraPGError:
         raise
-    except sa_exc.DBAPIError as error:
+    except (sa_exc.DBAPIError, asyncpg.PostgresError) as error:
         raise translate(error) from error
-    except (sa_exc.SQLAlchemyError, OSError, ConnectionError) as error:
+    except (sa_exc.SQLAlchemyError, asyncpg.InterfaceError, OSError, ConnectionError) as error:
         raise DatabaseError(f"The database call failed: {error!r}") from error

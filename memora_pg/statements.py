@@ -23,13 +23,14 @@ from sqlalchemy.sql.elements import ColumnElement, TextClause
 
 
 @lru_cache(maxsize=512)
-def _in_schema(template: str, schema: str) -> TextClause:
+def in_schema(template: str, schema: str) -> TextClause:
+    """A named SQL constant with ``{schema}`` set to ``schema`` (a validated identifier)."""
     return text(template.replace("{schema}", f'"{schema}"'))
 
 
 def sql(conn: AsyncConnection, template: str) -> TextClause:
     """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
-    return _in_schema(template, schema_of(conn))
+    return in_schema(template, schema_of(conn))
 
 
 # The key, in a pooled connection's ``info``, of whether it talks to a Citus coordinator (set by
@@ -58,14 +59,21 @@ def on_citus(conn: AsyncConnection) -> bool:
     return bool(conn.info.get(ON_CITUS))
 
 
-async def run(conn: AsyncConnection, statement: Statement) -> Sequence[Row[Any]]:
+async def run(
+    conn: AsyncConnection, statement: Statement, *, described: Callable[[Sequence[Any]], Any] | None = None
+) -> Sequence[Row[Any]]:
     """Run ``statement`` on ``conn`` and return its rows (none for a statement that returns none);
-    on Citus, its ``steps`` when it has them."""
+    on Citus, its ``steps`` when it has them. ``described`` is given the DB-API description of the
+    rows (a name and a type OID per column)."""
     if statement.steps is not None and on_citus(conn):
         return await statement.steps(conn)
     executable = sql(conn, statement.sql) if isinstance(statement.sql, str) else statement.sql
     result = await conn.execute(executable, statement.params)
-    return result.all() if result.returns_rows else []
+    if not result.returns_rows:
+        return []
+    if described is not None:
+        described(result.cursor.description)
+    return result.all()
 
 
 def from_json(value: Any) -> Any:

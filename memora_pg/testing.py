@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memora_pg import driver
 from memora_pg.embeddings.hashing import HashEmbedder
 from memora_pg.errors import InvalidInputError
 
@@ -424,4 +425,5 @@ def count_statements(engine: AsyncEngine) -> list[str]:
         sent.append(statement)
 
     event.listen(engine.sync_engine, "before_cursor_execute", record)
+    driver.listen(engine, lambda statement, arguments: sent.append(statement))
     return sent

@@ -38,7 +38,7 @@ from memora_pg.graph import audit, memories, saves, search, timeline
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
-from memora_pg.models import Memory, as_utc
+from memora_pg.models import Memory, as_utc, trusted
 
 MAX_QUERIES = 100
 # The foreign key from a memory to its user (schema.NAMING_CONVENTION).
@@ -297,15 +297,19 @@ class PgVectorDB(BaseVectorDB):
 
 
 def _memory(row: dict[str, Any]) -> Memory:
-    return Memory(
-        org_id=row["org_id"],
-        user_id=row["user_id"],
-        agent_id=row["agent_id"],
-        interaction_id=None,
-        memory_id=str(row["memory_id"]),
-        memory=row["memory"],
-        obtained_at=row["obtained_at"],
-        message_sources=None,
+    """A hit as upstream's vector store gives it: the memory without its sources (the row's types are the fields')."""
+    return trusted(
+        Memory,
+        {
+            "org_id": row["org_id"],
+            "agent_id": row["agent_id"],
+            "user_id": row["user_id"],
+            "interaction_id": None,
+            "memory_id": str(row["memory_id"]),
+            "memory": row["memory"],
+            "obtained_at": row["obtained_at"],
+            "message_sources": None,
+        },
     )
 
 

@@ -157,6 +157,41 @@ def test_index_modes(fresh_database: str, capsys: pytest.CaptureFixture[str]) ->
     assert "USING hnsw (embedding vector_cosine_ops)" in built["definition"]
 
 
+def test_index_build_rebuilds_an_index_of_other_parameters(
+    fresh_database: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index built with other HNSW parameters than the settings' is reported, and `index build`
+    rebuilds it under its own name (nothing left behind); at the settings' parameters it is left alone."""
+    assert main(["db", "upgrade", "--database-url", fresh_database]) == 0
+    capsys.readouterr()
+    assert main(["index", "status", "--database-url", fresh_database, "--json"]) == 0
+    before = json.loads(capsys.readouterr().out)
+    assert (before["m"], before["ef_construction"]) == (16, 64)
+    monkeypatch.setenv("MEMORA_PG_HNSW_M", "12")
+    monkeypatch.setenv("MEMORA_PG_HNSW_EF_CONSTRUCTION", "80")
+    assert main(["index", "status", "--database-url", fresh_database]) == 0
+    assert "the settings ask for m = 12, ef_construction = 80" in capsys.readouterr().out
+    assert main(["index", "build", "--database-url", fresh_database, "--json"]) == 0
+    rebuilt = json.loads(capsys.readouterr().out)
+    assert (rebuilt["mode"], rebuilt["valid"], rebuilt["m"], rebuilt["ef_construction"]) == ("hnsw", True, 12, 80)
+    assert "ix_memories_embedding_hnsw ON" in rebuilt["definition"]
+
+    async def indexes() -> list[str]:
+        engine = create_async_engine(fresh_database)
+        try:
+            async with engine.connect() as conn:
+                found = await conn.execute(
+                    text("SELECT indexname FROM pg_indexes WHERE tablename = 'memories' AND indexname LIKE '%hnsw%'")
+                )
+                return list(found.scalars())
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(indexes()) == ["ix_memories_embedding_hnsw"]
+    assert main(["index", "build", "--database-url", fresh_database]) == 0
+    assert "m = 12, ef_construction = 80)" in capsys.readouterr().out
+
+
 def test_report_command(database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """report prints headline numbers, --json is machine-readable, --html writes a self-contained page."""
     assert main(["demo", "--database-url", database_url]) == 0

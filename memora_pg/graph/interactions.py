@@ -13,8 +13,8 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.graph import memories, versions
-from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, to_model
-from memora_pg.models import Interaction, MessageBlock
+from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
+from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
 from memora_pg.statements import Statement, from_json, on_citus, sql
 
@@ -188,20 +188,18 @@ def interaction_of(row: Row[Any]) -> Interaction:
     again what the statement built (as :func:`memora_pg.graph.render.to_model` does)."""
     message_rows = from_json(row.messages) or []
     memory_rows = from_json(row.memories) or []
-    return Interaction.model_construct(
-        org_id=row.org_id,
-        user_id=row.user_id,
-        agent_id=row.agent_id,
-        interaction_id=row.interaction_id,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        messages=[
-            MessageBlock.model_construct(
-                msg_position=message["msg_position"], role=message["role"], content=message["content"]
-            )
-            for message in message_rows
-        ],
-        memories=[to_model(memory) for memory in memory_rows],
+    return trusted(
+        Interaction,
+        {
+            "org_id": row.org_id,
+            "user_id": row.user_id,
+            "agent_id": row.agent_id,
+            "interaction_id": row.interaction_id,
+            "created_at": row.created_at,
+            "updated_at": row.updated_at,
+            "messages": blocks(message_rows),
+            "memories": [to_model(memory) for memory in memory_rows],
+        },
     )
 
 

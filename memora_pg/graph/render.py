@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Row
 
-from memora_pg.models import Memory, MessageBlock
+from memora_pg.models import Memory, MessageBlock, trusted
 from memora_pg.statements import from_json
 
 _TOKEN = re.compile(r"(?<![A-Za-z0-9_])(?P<kind>user_|agent_)[A-Za-z0-9-]+", re.IGNORECASE | re.ASCII)
@@ -43,7 +43,7 @@ WITH_AGENT_AND_SOURCES = """
 LEFT JOIN {schema}.agents AS agent ON agent.org_id = :org_id AND agent.agent_id = m.agent_id
 LEFT JOIN LATERAL (
     SELECT json_agg(
-               json_build_object('msg_position', src.msg_position, 'role', msg.role, 'content', msg.content)
+               json_build_object('role', msg.role, 'content', msg.content, 'msg_position', src.msg_position)
                ORDER BY src.msg_position
            ) AS sources
     FROM {schema}.memory_sources AS src
@@ -74,22 +74,25 @@ def to_model(row: Row[Any] | dict[str, Any]) -> Memory:
     them again: validation was most of a read's time in Python.
     """
     data = row._mapping if isinstance(row, Row) else row
-    sources = from_json(data["sources"])
-    return Memory.model_construct(
-        org_id=data["org_id"],
-        user_id=data["user_id"],
-        agent_id=data["agent_id"],
-        interaction_id=data["interaction_id"],
-        memory_id=str(data["memory_id"]),
-        memory=render(data["memory"], user_name=data["user_name"], agent_label=data["agent_label"]),
-        obtained_at=_timestamp(data["obtained_at"]),
-        message_sources=[
-            MessageBlock.model_construct(
-                msg_position=source["msg_position"], role=source["role"], content=source["content"]
-            )
-            for source in sources or []
-        ],
+    return trusted(
+        Memory,
+        {
+            "org_id": data["org_id"],
+            "agent_id": data["agent_id"],
+            "user_id": data["user_id"],
+            "interaction_id": data["interaction_id"],
+            "memory_id": str(data["memory_id"]),
+            "memory": render(data["memory"], user_name=data["user_name"], agent_label=data["agent_label"]),
+            "obtained_at": _timestamp(data["obtained_at"]),
+            "message_sources": blocks(from_json(data["sources"])),
+        },
     )
+
+
+def blocks(objects: list[dict[str, Any]] | None) -> list[MessageBlock]:
+    """Message blocks from the JSON objects a statement built with their fields in the model's order
+    (role, content, msg_position): each decoded object becomes its block's fields as it is."""
+    return [trusted(MessageBlock, fields) for fields in objects or []]
 
 
 def _timestamp(value: datetime | str) -> datetime:

@@ -9,7 +9,9 @@ autocommit connection, because PostgreSQL refuses that inside a transaction.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -27,13 +29,39 @@ class IndexState:
     mode: str  # "hnsw" or "exact"
     valid: bool
     definition: str | None
+    # The HNSW build parameters of the index (pgvector's defaults where it names none).
+    m: int | None = None
+    ef_construction: int | None = None
+
+    def built_as(self, settings: Settings) -> bool:
+        """Whether the index exists, is valid and was built with the settings' parameters."""
+        return (
+            self.mode == "hnsw"
+            and self.valid
+            and (self.m, self.ef_construction) == (settings.hnsw_m, settings.hnsw_ef_construction)
+        )
 
 
 STATE = """
-SELECT i.indisvalid AS valid, pg_get_indexdef(i.indexrelid) AS definition
-FROM pg_index AS i
+SELECT i.indisvalid AS valid, pg_get_indexdef(i.indexrelid) AS definition, c.reloptions AS options
+FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
 WHERE i.indexrelid = to_regclass(:index)
 """
+
+# pgvector's own defaults, for an index created WITH no options.
+PGVECTOR_DEFAULTS = {"m": 16, "ef_construction": 64}
+
+# The name a rebuild gives the new index until it replaces the old one.
+REBUILDING = f"{HNSW_INDEX}_rebuild"
+
+# How far a build has come (pgvector reports the tuples it has loaded into the graph).
+PROGRESS = """
+SELECT p.phase, p.tuples_done, p.tuples_total
+FROM pg_stat_progress_create_index AS p
+WHERE p.relid = to_regclass(:table) AND p.command = 'CREATE INDEX CONCURRENTLY'
+"""
+
+Progress = Callable[[str, int, int], None]
 
 
 async def state(database: Database) -> IndexState:
@@ -41,29 +69,80 @@ async def state(database: Database) -> IndexState:
         row = (await conn.execute(text(STATE), {"index": f'"{database.schema}".{HNSW_INDEX}'})).one_or_none()
     if row is None:
         return IndexState("exact", True, None)
-    return IndexState("hnsw", bool(row.valid), row.definition)
+    options = {**PGVECTOR_DEFAULTS, **_options(row.options)}
+    return IndexState("hnsw", bool(row.valid), row.definition, options["m"], options["ef_construction"])
 
 
-async def build_hnsw(database: Database) -> IndexState:
-    """Build the HNSW index without blocking writers (replacing an invalid one left by an interrupted build)."""
+def _options(reloptions: list[str] | None) -> dict[str, int]:
+    found = {}
+    for option in reloptions or []:
+        name, _, value = option.partition("=")
+        if name in PGVECTOR_DEFAULTS and value.isdigit():
+            found[name] = int(value)
+    return found
+
+
+async def build_hnsw(database: Database, progress: Progress | None = None) -> IndexState:
+    """Build the HNSW index with the settings' parameters, without blocking readers or writers.
+
+    A missing or invalid index (an interrupted build) is built. A valid one built with other
+    parameters (``hnsw_m``, ``hnsw_ef_construction``) is rebuilt: the new index is built beside
+    it under another name, then the old one is dropped and the new one takes its name, every
+    step ``CONCURRENTLY`` or with a lock that lets reads and writes on. Searches use the old
+    index until the new one is complete. ``progress(phase, done, total)`` is called every few
+    seconds while a build runs, from ``pg_stat_progress_create_index``.
+    """
     schema, settings = database.schema, database.settings
     engine = await database.raw_engine()
     current = await state(database)
+    if current.built_as(settings):
+        return current
+    rebuild = current.mode == "hnsw" and current.valid
+    name = REBUILDING if rebuild else HNSW_INDEX
     with deployment_errors(engine):
         async with engine.connect() as conn:
             auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            # An interrupted build or rebuild leaves an invalid index (or a complete one under the
+            # rebuild's name): start again.
+            await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{REBUILDING}'))
             if current.mode == "hnsw" and not current.valid:
                 await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{HNSW_INDEX}'))
-            if current.mode == "exact" or not current.valid:
-                async with build_memory(auto, settings):
-                    await auto.execute(
-                        text(
-                            f'CREATE INDEX CONCURRENTLY IF NOT EXISTS {HNSW_INDEX} ON "{schema}".memories '
-                            f"USING hnsw (embedding vector_cosine_ops) "
-                            f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
-                        )
-                    )
+            create = (
+                f'CREATE INDEX CONCURRENTLY {name} ON "{schema}".memories USING hnsw (embedding vector_cosine_ops) '
+                f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
+            )
+            async with build_memory(auto, settings), _reporting(database, progress):
+                await auto.execute(text(create))
+            if rebuild:
+                await auto.execute(text(f'DROP INDEX CONCURRENTLY "{schema}".{HNSW_INDEX}'))
+                # ShareUpdateExclusiveLock: reads and writes go on while the index is renamed.
+                await auto.execute(text(f'ALTER INDEX "{schema}".{REBUILDING} RENAME TO {HNSW_INDEX}'))
     return await state(database)
+
+
+@asynccontextmanager
+async def _reporting(database: Database, progress: Progress | None, every: float = 5.0) -> AsyncIterator[None]:
+    """Call ``progress`` every ``every`` seconds with the running build's phase while the block runs."""
+    if progress is None:
+        yield
+        return
+    report = progress
+
+    async def poll() -> None:
+        while True:
+            await asyncio.sleep(every)
+            async with database.transaction() as conn:
+                row = (await conn.execute(text(PROGRESS), {"table": f'"{database.schema}".memories'})).one_or_none()
+            if row is not None:
+                report(str(row.phase), int(row.tuples_done or 0), int(row.tuples_total or 0))
+
+    task = asyncio.create_task(poll())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 # Raised to the configured size, never lowered below what the role or database already gives.

@@ -1,0 +1,238 @@
+"""Calls of one statement run on the pooled connection's asyncpg connection (memora_pg.driver).
+
+Each hot call of every face is checked to send its statement through that path (and nothing
+through SQLAlchemy's execution), to answer exactly what SQLAlchemy's path answers, and to leave
+the pool as it found it when the statement fails or is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+from sqlalchemy.dialects.postgresql import psycopg
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memora_pg import MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings, driver
+from memora_pg.autogen import MemoryContent, PostgresMemory
+from memora_pg.db import Database
+from memora_pg.embeddings.hashing import HashEmbedder
+from memora_pg.errors import DatabaseError, InvalidInputError, NotFoundError
+from memora_pg.mem0 import AsyncMemory, MemoryConfig
+from memora_pg.statements import Statement
+from tests.integration.helpers import chat, payload, world
+
+Call = Callable[[], Awaitable[Any]]
+
+
+@pytest.fixture
+async def own_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine of this test's own, so the listeners added here die with it."""
+    engine = create_async_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+class Faces:
+    """Every face on one engine, with the direct path on or off."""
+
+    def __init__(self, engine: AsyncEngine, settings: Settings, direct: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        chosen = settings.model_copy(update={"direct_statements": direct})
+        embedder = HashEmbedder(384)
+        self.graph = PostgresGraphDB(engine, settings=chosen, embedder=embedder)
+        self.vectors = PgVectorDB(engine, settings=chosen, embedder=embedder)
+        self.dense = PgVectorDB(engine, settings=chosen, embedder=embedder, search_mode="dense")
+        # The mem0-style face reads memora_pg's settings from its configuration and the environment.
+        monkeypatch.setenv("MEMORA_PG_DIRECT_STATEMENTS", str(direct).lower())
+        store = {"collection_name": f"driver-{direct}", "schema": settings.db_schema}
+        self.mem0 = AsyncMemory(
+            MemoryConfig(vector_store={"provider": "pgvector", "config": store}), engine=engine, embedder=embedder
+        )
+        self.autogen = PostgresMemory("driver", engine=engine, settings=chosen, embedder=embedder)
+
+
+async def _hot_calls(faces: Faces) -> dict[str, Call]:
+    """The hot call of each face, on a user with two interactions and a chain."""
+    graph = faces.graph
+    w = await world(graph)
+    first, _ = await graph.save_interaction_with_memories(
+        w.org_id, w.agent_id, w.user_id, payload(chat("I live in Paris", "ok"), [("user_Jake lives in Paris", [0])])
+    )
+    memories = (await graph.get_interaction(w.org_id, w.user_id, first)).memories or []
+    await graph.save_interaction_with_memories(
+        w.org_id,
+        w.agent_id,
+        w.user_id,
+        payload(chat("I moved to Rome", "ok"), contrary=[("Jake lives in Rome", [0], memories[0].memory_id)]),
+    )
+    await faces.mem0.add("I like green tea", user_id="jake", infer=False)
+    await faces.autogen.add(MemoryContent(content="The user likes green tea", mime_type="text/plain"))
+    refs = [[{"org_id": w.org_id, "user_id": w.user_id, "memory_id": memories[0].memory_id}]]
+    saves = iter(range(1000))
+    return {
+        "save": lambda: graph.save_interaction_with_memories(
+            w.org_id, w.agent_id, w.user_id, payload(chat(f"note {next(saves)}"), [("a note", [0])])
+        ),
+        "resolved fetch": lambda: graph.fetch_user_memories_resolved_batch(refs),
+        "get_all_user_memories": lambda: graph.get_all_user_memories(w.org_id, w.user_id),
+        "get_user_memory": lambda: graph.get_user_memory(w.org_id, w.user_id, memories[0].memory_id),
+        "get_interaction": lambda: graph.get_interaction(w.org_id, w.user_id, first, True, True),
+        "get_all_user_interactions": lambda: graph.get_all_user_interactions(w.org_id, w.user_id, True, True, 0, 10),
+        "user search, hybrid": lambda: faces.vectors.search_memory(
+            "where does Jake live", MemorySearchScope.USER, w.org_id, w.user_id
+        ),
+        "user search, dense": lambda: faces.dense.search_memory(
+            "where does Jake live", MemorySearchScope.USER, w.org_id, w.user_id
+        ),
+        "mem0 search": lambda: faces.mem0.search("green tea", user_id="jake"),
+        "mem0 add": lambda: faces.mem0.add(f"note {next(saves)}", user_id="jake", infer=False),
+        "autogen query": lambda: faces.autogen.query("green tea"),
+    }
+
+
+def _routes(engine: AsyncEngine) -> tuple[list[str], list[str]]:
+    """The statements sent through SQLAlchemy's execution and through the driver path, from now on."""
+    through_sqlalchemy: list[str] = []
+    direct: list[str] = []
+    event.listen(engine.sync_engine, "before_cursor_execute", lambda *args: through_sqlalchemy.append(args[2]))
+    driver.listen(engine, lambda sql, arguments: direct.append(sql))
+    return through_sqlalchemy, direct
+
+
+async def test_every_hot_call_sends_its_statement_directly(
+    own_engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After its first call (compiling, and learning its columns' types), each hot call of each face
+    is one statement on the driver path, none through SQLAlchemy's execution."""
+    calls = await _hot_calls(Faces(own_engine, settings, True, monkeypatch))
+    for call in calls.values():
+        await call()
+        await call()
+    through_sqlalchemy, direct = _routes(own_engine)
+    for name, call in calls.items():
+        through_sqlalchemy.clear()
+        direct.clear()
+        await call()
+        assert (len(through_sqlalchemy), len(direct)) == (0, 1), name
+
+
+def _comparable(value: Any) -> Any:
+    """A call's answer with the ids and times that differ between two users taken out."""
+    if hasattr(value, "model_dump"):
+        return _comparable(value.model_dump())
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items() if k not in ("id", "memory_id", "interaction_id")}
+    if isinstance(value, list | tuple):
+        return [_comparable(v) for v in value]
+    return value
+
+
+async def test_the_direct_path_answers_as_sqlalchemy_does(
+    own_engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reads give the same models, scores and rows with the direct path on and off."""
+    on = await _hot_calls(Faces(own_engine, settings, True, monkeypatch))
+    off = await _hot_calls(Faces(own_engine, settings, False, monkeypatch))
+    for name in on:
+        if name in ("save", "mem0 add"):
+            continue
+        for _ in range(2):  # the second call of a Core statement is the first one on the direct path
+            await on[name]()
+        found_on, found_off = await on[name](), await off[name]()
+        if name == "mem0 search" or name == "autogen query":
+            assert _strip_times(found_on) == _strip_times(found_off), name
+            continue
+        assert _comparable(_strip_times(found_on)) == _comparable(_strip_times(found_off)), name
+
+
+def _strip_times(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return _strip_times(value.model_dump())
+    if isinstance(value, dict):
+        return {
+            k: _strip_times(v)
+            for k, v in value.items()
+            if k not in ("created_at", "updated_at", "obtained_at", "id", "memory_id", "interaction_id", "user_id")
+            and k not in ("org_id", "agent_id", "results_ids")
+        }
+    if isinstance(value, list | tuple):
+        return [_strip_times(v) for v in value]
+    return value
+
+
+async def test_direct_statements_off_sends_everything_through_sqlalchemy(
+    own_engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = await _hot_calls(Faces(own_engine, settings, False, monkeypatch))
+    through_sqlalchemy, direct = _routes(own_engine)
+    for call in calls.values():
+        await call()
+    assert direct == []
+    assert through_sqlalchemy
+
+
+async def test_a_refused_statement_is_translated_and_the_connection_reused(
+    own_engine: AsyncEngine, settings: Settings
+) -> None:
+    """The server's errors come out as the package's, and the connection goes back to the pool."""
+    graph = PostgresGraphDB(own_engine, settings=settings, embedder=HashEmbedder(384))
+    w = await world(graph)
+    database = graph.database
+    with pytest.raises(NotFoundError):
+        await graph.save_interaction_with_memories(w.org_id, w.agent_id, "no-such-user", payload(chat("hi")))
+    with pytest.raises(InvalidInputError):
+        await database.execute_one(Statement("SELECT CAST(:value AS int)", {"value": "not a number"}))
+    with pytest.raises(DatabaseError):
+        await database.execute_one(Statement("SELECT * FROM {schema}.no_such_table"))
+    pool = own_engine.sync_engine.pool
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    assert [tuple(row) for row in await database.execute_one(Statement("SELECT 1 AS one"))] == [(1,)]
+
+
+async def test_a_cancelled_statement_never_returns_its_connection(own_engine: AsyncEngine, settings: Settings) -> None:
+    """A call cancelled mid-statement invalidates its connection; the next call gets a good one."""
+    database = Database(own_engine, settings=settings)
+    slow = Statement("SELECT pg_sleep(5) AS slept")
+    before = await database.execute_one(Statement("SELECT pg_backend_pid() AS pid"))
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(database.execute_one(slow), 0.3)
+    pool = own_engine.sync_engine.pool
+    assert pool.checkedout() == 0  # type: ignore[attr-defined]
+    after = await database.execute_one(Statement("SELECT pg_backend_pid() AS pid"))
+    assert after[0].pid != before[0].pid  # the cancelled one was closed, not handed out again
+
+
+async def test_rows_read_like_sqlalchemy_rows(own_engine: AsyncEngine, settings: Settings) -> None:
+    database = Database(own_engine, settings=settings)
+    found: Any = await database.execute_one(Statement("SELECT 1 AS one, 'two' AS two"))
+    (row,) = found
+    assert (row.one, row[1], row._mapping["two"], row._asdict(), row._fields) == (
+        1,
+        "two",
+        "two",
+        {"one": 1, "two": "two"},
+        ("one", "two"),
+    )
+    with pytest.raises(AttributeError):
+        _ = row.three
+
+
+async def test_the_engine_echo_logs_direct_statements(
+    database_url: str, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = create_async_engine(database_url, echo=True)
+    try:
+        database = Database(engine, settings=settings)
+        with caplog.at_level(logging.INFO, logger="sqlalchemy.engine.Engine"):
+            await database.execute_one(Statement("SELECT CAST(:n AS int) AS echoed", {"n": 7}))
+        assert any("AS echoed" in record.getMessage() for record in caplog.records)
+    finally:
+        await engine.dispose()
+
+
+def test_an_engine_of_another_driver_runs_through_sqlalchemy() -> None:
+    assert driver.prepared(Statement("SELECT 1"), "memora", psycopg.dialect()) is None
