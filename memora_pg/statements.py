@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import func, text
+from sqlalchemy import bindparam, func, text
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
-from sqlalchemy.sql.elements import ColumnElement, TextClause
+from sqlalchemy.sql.elements import BindParameter, ColumnElement, TextClause
+from sqlalchemy.sql.visitors import replacement_traverse
 
 
 @lru_cache(maxsize=512)
@@ -91,3 +92,31 @@ def to_search_text(schema: str, text_value: ColumnElement[Any]) -> ColumnElement
     """The schema's full-text rule (migration 0006) applied to ``text_value``, for Core statements."""
     found: ColumnElement[Any] = getattr(func, schema).to_search_text(text_value)
     return found
+
+
+class FilterShape:
+    """A condition with its values taken out (bound as ``filter_0``, ``filter_1``, ... in the order
+    they appear), equal to another exactly when SQLAlchemy would compile both alike: a mem0-style
+    filter of a shape already seen reuses the search statement built for it."""
+
+    def __init__(self, condition: ColumnElement[bool]) -> None:
+        self.values: dict[str, Any] = {}
+
+        def unbound(element: Any, **_: Any) -> Any:
+            if isinstance(element, BindParameter):
+                name = f"filter_{len(self.values)}"
+                self.values[name] = element.effective_value
+                return bindparam(
+                    name, type_=element.type, expanding=element.expanding, literal_execute=element.literal_execute
+                )
+            return None
+
+        self.condition: ColumnElement[bool] = replacement_traverse(condition, {}, unbound)
+        cache_key = self.condition._generate_cache_key()
+        self.key = None if cache_key is None else cache_key.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FilterShape) and self.key is not None and self.key == other.key

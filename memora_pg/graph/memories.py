@@ -23,7 +23,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, select
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import vector_params
@@ -31,7 +31,7 @@ from memora_pg.errors import InvalidInputError
 from memora_pg.graph import timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
 from memora_pg.schema import memories
-from memora_pg.statements import Statement, sql
+from memora_pg.statements import FilterShape, Statement, run, sql
 
 
 @dataclass(frozen=True)
@@ -351,22 +351,43 @@ FIELDS = (
 )
 
 
+# One memory by its id (bound), built once.
+FIND = select(*FIELDS).where(memories.c.org_id == bindparam("org_id"), memories.c.memory_id == bindparam("memory_id"))
+
+
+def find_statement(*, org_id: str, memory_id: uuid.UUID) -> Statement:
+    """The organization's memory with that id, as :data:`FIELDS` (a row, or none)."""
+    return Statement(FIND, {"org_id": org_id, "memory_id": memory_id})
+
+
 async def find(conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:
     """The organization's memory with that id, as :data:`FIELDS`; None when there is none."""
-    stmt = select(*FIELDS).where(memories.c.org_id == org_id, memories.c.memory_id == memory_id)
-    row = (await conn.execute(stmt)).one_or_none()
-    return row._asdict() if row else None
+    rows = await run(conn, find_statement(org_id=org_id, memory_id=memory_id))
+    return rows[0]._asdict() if rows else None
 
 
-async def newest(conn: AsyncConnection, *, org_id: str, where: ColumnElement[bool], limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` of the organization's memories matching ``where``, newest first."""
-    stmt = (
+def newest_statement(*, org_id: str, where: ColumnElement[bool], limit: int) -> Statement:
+    """Up to ``limit`` of the organization's memories matching ``where``, newest first; the statement
+    is built once per shape of ``where`` (its values bound as parameters)."""
+    params: dict[str, Any] = {"org_id": org_id, "limit": limit}
+    shape = FilterShape(where)
+    if shape.key is None:
+        return Statement(_newest(where), params)
+    return Statement(_newest_of_shape(shape), {**params, **shape.values})
+
+
+def _newest(where: ColumnElement[bool]) -> Select[Any]:
+    return (
         select(*FIELDS)
-        .where(memories.c.org_id == org_id, where)
+        .where(memories.c.org_id == bindparam("org_id"), where)
         .order_by(memories.c.obtained_at.desc(), memories.c.seq.desc())
-        .limit(limit)
+        .limit(bindparam("limit", type_=Integer))
     )
-    return [row._asdict() for row in await conn.execute(stmt)]
+
+
+@lru_cache(maxsize=256)
+def _newest_of_shape(shape: FilterShape) -> Select[Any]:
+    return _newest(shape.condition)
 
 
 async def lock_metadata(conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:

@@ -24,8 +24,7 @@ from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import DateTime, Float, Integer, Select, and_, bindparam, column, exists, literal, select, text, true
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import BindParameter, ColumnElement
-from sqlalchemy.sql.visitors import replacement_traverse
+from sqlalchemy.sql.elements import ColumnElement
 
 from memora_pg import vector_params
 from memora_pg.config import Settings
@@ -34,7 +33,7 @@ from memora_pg.graph import autogen_contents as autogen_contents_rows
 from memora_pg.graph import ranking, timeline
 from memora_pg.models import Memory
 from memora_pg.schema import autogen_contents, memories, memory_updates
-from memora_pg.statements import Statement, run, sql
+from memora_pg.statements import FilterShape, Statement, run, sql
 
 Hit = tuple[dict[str, Any], float]
 
@@ -108,34 +107,6 @@ class Where:
             return self.condition
         assert self.shape is not None
         return _SHAPES[self.shape[0]](*self.shape[1:])
-
-
-class FilterShape:
-    """A condition with its values taken out (bound as ``filter_0``, ``filter_1``, ... in the order
-    they appear), equal to another exactly when SQLAlchemy would compile both alike: a mem0-style
-    filter of a shape already seen reuses the search statement built for it."""
-
-    def __init__(self, condition: ColumnElement[bool]) -> None:
-        self.values: dict[str, Any] = {}
-
-        def unbound(element: Any, **_: Any) -> Any:
-            if isinstance(element, BindParameter):
-                name = f"filter_{len(self.values)}"
-                self.values[name] = element.effective_value
-                return bindparam(
-                    name, type_=element.type, expanding=element.expanding, literal_execute=element.literal_execute
-                )
-            return None
-
-        self.condition: ColumnElement[bool] = replacement_traverse(condition, {}, unbound)
-        cache_key = self.condition._generate_cache_key()
-        self.key = None if cache_key is None else cache_key.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FilterShape) and self.key is not None and self.key == other.key
 
 
 def _memories_condition(

@@ -452,9 +452,10 @@ class AsyncMemory:
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return None
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            row = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
-        return item_of(row) if row else None
+        rows = await self._db.execute_one(
+            memories.find_statement(org_id=self.org_id, memory_id=parsed), org_id=self.org_id
+        )
+        return item_of(rows[0]._asdict()) if rows else None
 
     async def get_all(
         self,
@@ -474,9 +475,10 @@ class AsyncMemory:
         await self._prepare()
         if top_k == 0:
             return {"results": []}
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            rows = await memories.newest(conn, org_id=self.org_id, where=where, limit=top_k)
-        return {"results": [item_of(row, "list") for row in rows]}
+        rows = await self._db.execute_one(
+            memories.newest_statement(org_id=self.org_id, where=where, limit=top_k), org_id=self.org_id
+        )
+        return {"results": [item_of(row._asdict(), "list") for row in rows]}
 
     async def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after.

@@ -69,7 +69,8 @@ async def _hot_calls(faces: Faces) -> dict[str, Call]:
         w.user_id,
         payload(chat("I moved to Rome", "ok"), contrary=[("Jake lives in Rome", [0], memories[0].memory_id)]),
     )
-    await faces.mem0.add("I like green tea", user_id="jake", infer=False)
+    added = await faces.mem0.add("I like green tea", user_id="jake", infer=False)
+    tea = added["results"][0]["id"]
     await faces.autogen.add(MemoryContent(content="The user likes green tea", mime_type="text/plain"))
     refs = [[{"org_id": w.org_id, "user_id": w.user_id, "memory_id": memories[0].memory_id}]]
     saves = iter(range(1000))
@@ -89,6 +90,8 @@ async def _hot_calls(faces: Faces) -> dict[str, Call]:
             "where does Jake live", MemorySearchScope.USER, w.org_id, w.user_id
         ),
         "mem0 search": lambda: faces.mem0.search("green tea", user_id="jake"),
+        "mem0 get": lambda: faces.mem0.get(tea),
+        "mem0 get_all": lambda: faces.mem0.get_all(filters={"user_id": "jake"}),
         "mem0 add": lambda: faces.mem0.add(f"note {next(saves)}", user_id="jake", infer=False),
         "autogen query": lambda: faces.autogen.query("green tea"),
     }
