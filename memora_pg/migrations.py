@@ -31,7 +31,7 @@ class MigrationOptions:
     schema: str = "memora"
     dimensions: int = 384
     hnsw_m: int = 16
-    hnsw_ef_construction: int = 64
+    hnsw_ef_construction: int = 128
     # The text-search configuration of a new database; None: migration 0006 decides.
     text_search_config: str | None = None
 

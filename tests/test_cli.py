@@ -166,7 +166,7 @@ def test_index_build_rebuilds_an_index_of_other_parameters(
     capsys.readouterr()
     assert main(["index", "status", "--database-url", fresh_database, "--json"]) == 0
     before = json.loads(capsys.readouterr().out)
-    assert (before["m"], before["ef_construction"]) == (16, 64)
+    assert (before["m"], before["ef_construction"]) == (16, 128)
     monkeypatch.setenv("MEMORA_PG_HNSW_M", "12")
     monkeypatch.setenv("MEMORA_PG_HNSW_EF_CONSTRUCTION", "80")
     assert main(["index", "status", "--database-url", fresh_database]) == 0

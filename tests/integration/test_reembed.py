@@ -327,7 +327,7 @@ async def test_switch_to_another_dimension(corpus: Corpus) -> None:
         ).one()
     assert index.valid
     assert index.type == "vector(256)"
-    assert "USING hnsw (embedding vector_cosine_ops) WITH (m='16', ef_construction='64')" in index.definition
+    assert "USING hnsw (embedding vector_cosine_ops) WITH (m='16', ef_construction='128')" in index.definition
     assert unsearchable == len(corpus.unsearchable) > 0
     assert (bytes(image.content_bytes), image.embedding) == (PNG, None)
 
