@@ -62,7 +62,7 @@ def one(vector: Sequence[float] | None) -> bytes | None:
     return None if vector is None else encode(vector)
 
 
-def many(vectors: Sequence[Sequence[float] | None]) -> list[bytes | None]:
+def many(vectors: Sequence[Sequence[float] | npt.NDArray[Any] | None]) -> list[bytes | None]:
     """The value of a ``vector[]`` parameter (a None element stays NULL)."""
     return [None if vector is None else encode(vector) for vector in vectors]
 
