@@ -190,6 +190,13 @@ def test_index_build_rebuilds_an_index_of_other_parameters(
     assert asyncio.run(indexes()) == ["ix_memories_embedding_hnsw"]
     assert main(["index", "build", "--database-url", fresh_database]) == 0
     assert "m = 12, ef_construction = 80)" in capsys.readouterr().out
+    assert main(["doctor", "--database-url", fresh_database, "--json"]) == 0
+    checks = {c["name"]: c["status"] for c in json.loads(capsys.readouterr().out)}
+    assert checks["index parameters"] == "ok"
+    monkeypatch.setenv("MEMORA_PG_HNSW_EF_CONSTRUCTION", "128")
+    assert main(["doctor", "--database-url", fresh_database, "--json"]) == 0
+    checks = {c["name"]: c["status"] for c in json.loads(capsys.readouterr().out)}
+    assert checks["index parameters"] == "warn"
 
 
 def test_report_command(database_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

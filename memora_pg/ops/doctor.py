@@ -8,7 +8,9 @@ from typing import Any, Literal
 from sqlalchemy import text
 
 from memora_pg import catalog, migrations
+from memora_pg.config import Settings
 from memora_pg.db import Database
+from memora_pg.ops import indexes
 from memora_pg.schema import metadata
 
 Status = Literal["ok", "warn", "fail"]
@@ -39,7 +41,8 @@ SELECT current_setting('server_version_num')::int AS server_version_num,
          WHERE n.nspname = :schema AND NOT i.indisvalid) AS invalid_indexes,
        (SELECT count(*) FROM pg_class WHERE oid = to_regclass(:memories)) AS has_memories,
        (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:memories)) AS memory_rows,
-       (SELECT extversion FROM pg_extension WHERE extname = 'citus') AS citus_version
+       (SELECT extversion FROM pg_extension WHERE extname = 'citus') AS citus_version,
+       (SELECT c.reloptions FROM pg_class c WHERE c.oid = to_regclass(:hnsw)) AS hnsw_options
 """
 
 # On a Citus coordinator: how each of the schema's tables is distributed (column, co-location group).
@@ -62,8 +65,9 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
     """Every check, in order; none of them writes."""
     schema = database.schema
     checks: list[Check] = []
+    names = {"schema": schema, "memories": f'"{schema}".memories', "hnsw": f'"{schema}".{indexes.HNSW_INDEX}'}
     async with database.transaction() as conn:
-        facts = (await conn.execute(text(FACTS), {"schema": schema, "memories": f'"{schema}".memories'})).one()
+        facts = (await conn.execute(text(FACTS), names)).one()
         dimensions = await catalog.vector_dimensions(conn, schema)
         revision = await migrations.current_revision(conn, schema)
         distribution = None
@@ -153,6 +157,8 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         )
     elif revision == head:
         checks.append(Check("indexes", "ok", f"{len(expected)} indexes present (HNSW and btree)"))
+    if indexes.HNSW_INDEX in facts.indexes:
+        checks.append(_build_parameters(facts.hnsw_options, database.settings))
     if facts.invalid_indexes:
         checks.append(
             Check(
@@ -170,6 +176,22 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
             else Check("plans", "warn", "user listings do not use their index:\n" + plan, "Run ANALYZE on memories.")
         )
     return checks
+
+
+def _build_parameters(reloptions: list[str] | None, settings: Settings) -> Check:
+    """Whether the HNSW index was built with the settings' parameters (an older default's index stays)."""
+    built = indexes.built_parameters(reloptions)
+    wanted = {"m": settings.hnsw_m, "ef_construction": settings.hnsw_ef_construction}
+    shown = f"m = {built['m']}, ef_construction = {built['ef_construction']}"
+    if built == wanted:
+        return Check("index parameters", "ok", f"HNSW built with {shown}")
+    return Check(
+        "index parameters",
+        "warn",
+        f"HNSW built with {shown}; the settings ask for m = {wanted['m']}, "
+        f"ef_construction = {wanted['ef_construction']}",
+        "memora-pg index build rebuilds it without blocking (organization-wide recall depends on it).",
+    )
 
 
 def _citus_check(version: str, tables: Any) -> Check:

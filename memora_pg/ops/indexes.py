@@ -69,12 +69,13 @@ async def state(database: Database) -> IndexState:
         row = (await conn.execute(text(STATE), {"index": f'"{database.schema}".{HNSW_INDEX}'})).one_or_none()
     if row is None:
         return IndexState("exact", True, None)
-    options = {**PGVECTOR_DEFAULTS, **_options(row.options)}
+    options = built_parameters(row.options)
     return IndexState("hnsw", bool(row.valid), row.definition, options["m"], options["ef_construction"])
 
 
-def _options(reloptions: list[str] | None) -> dict[str, int]:
-    found = {}
+def built_parameters(reloptions: list[str] | None) -> dict[str, int]:
+    """The HNSW build parameters in an index's ``pg_class.reloptions``, pgvector's defaults for the rest."""
+    found = dict(PGVECTOR_DEFAULTS)
     for option in reloptions or []:
         name, _, value = option.partition("=")
         if name in PGVECTOR_DEFAULTS and value.isdigit():
