@@ -33,10 +33,9 @@ async def main(argv: list[str] | None = None) -> None:
             print(f"ef_construction {ef_construction}: HNSW built in {built:.1f} s", flush=True)
             ctx = Context(url, layout, space, VectorBook(space), iterations=args.iterations, warmup=10)
             ctx.overrides.update(hnsw_m=args.hnsw_m, hnsw_ef_construction=ef_construction)
+            # Each figure prints its own line as it is measured.
             await writes.save_figures(ctx, "hnsw")
             await writes.add_figure(ctx, "hnsw")
-            for figure in ctx.figures:
-                print(f"ef_construction {ef_construction}: {figure.line()}", flush=True)
             await ctx.dispose()
             await server.drop_database(name)
 
