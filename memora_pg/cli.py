@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -351,17 +352,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
                     f"; the settings ask for m = {settings.hnsw_m}, ef_construction = "
                     f"{settings.hnsw_ef_construction}: 'memora-pg index build' rebuilds it without blocking"
                 )
-        _print(
-            args,
-            {
-                "mode": found.mode,
-                "valid": found.valid,
-                "definition": found.definition,
-                "m": found.m,
-                "ef_construction": found.ef_construction,
-            },
-            text_,
-        )
+        _print(args, dataclasses.asdict(found), text_)
         return 0
 
     return _run(go())

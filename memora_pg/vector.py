@@ -37,8 +37,9 @@ from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.graph import audit, memories, saves, search, timeline
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
+from memora_pg.graph.render import hit_model
 from memora_pg.ids import parse_memory_id
-from memora_pg.models import Memory, as_utc, trusted
+from memora_pg.models import Memory, as_utc
 
 MAX_QUERIES = 100
 # The foreign key from a memory to its user (schema.NAMING_CONVENTION).
@@ -293,24 +294,7 @@ class PgVectorDB(BaseVectorDB):
             mode=self.search_mode,
         )
         # A memory that neither arm relates to the query (score 0) is not a hit.
-        return [[(_memory(row), score) for row, score in hits if score > 0] for hits in found]
-
-
-def _memory(row: dict[str, Any]) -> Memory:
-    """A hit as upstream's vector store gives it: the memory without its sources (the row's types are the fields')."""
-    return trusted(
-        Memory,
-        {
-            "org_id": row["org_id"],
-            "agent_id": row["agent_id"],
-            "user_id": row["user_id"],
-            "interaction_id": None,
-            "memory_id": str(row["memory_id"]),
-            "memory": row["memory"],
-            "obtained_at": row["obtained_at"],
-            "message_sources": None,
-        },
-    )
+        return [[(hit_model(row), score) for row, score in hits if score > 0] for hits in found]
 
 
 def _memory_uuid(value: object) -> uuid.UUID:

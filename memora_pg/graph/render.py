@@ -89,6 +89,24 @@ def to_model(row: Row[Any] | dict[str, Any]) -> Memory:
     )
 
 
+def hit_model(data: Any) -> Memory:
+    """A search hit as upstream's vector store gives it: the memory without its sources or names
+    (``data``, a row's mapping, holds the fields' types already)."""
+    return trusted(
+        Memory,
+        {
+            "org_id": data["org_id"],
+            "agent_id": data["agent_id"],
+            "user_id": data["user_id"],
+            "interaction_id": None,
+            "memory_id": str(data["memory_id"]),
+            "memory": data["memory"],
+            "obtained_at": data["obtained_at"],
+            "message_sources": None,
+        },
+    )
+
+
 def blocks(objects: list[dict[str, Any]] | None) -> list[MessageBlock]:
     """Message blocks from the JSON objects a statement built with their fields in the model's order
     (role, content, msg_position): each decoded object becomes its block's fields as it is."""

@@ -31,6 +31,7 @@ from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.graph import autogen_contents as autogen_contents_rows
 from memora_pg.graph import ranking, timeline
+from memora_pg.graph.render import hit_model
 from memora_pg.models import Memory
 from memora_pg.schema import autogen_contents, memories, memory_updates
 from memora_pg.statements import FilterShape, Statement, run, sql
@@ -445,15 +446,5 @@ async def upstream_search(
         params["agent_id"] = agent_id
     results: list[list[tuple[Memory, float]]] = [[] for _ in texts]
     for row in await conn.execute(sql(conn, template), params):
-        memory = Memory(
-            org_id=row.org_id,
-            user_id=row.user_id,
-            agent_id=row.agent_id,
-            interaction_id=None,
-            memory_id=str(row.memory_id),
-            memory=row.memory,
-            obtained_at=row.obtained_at,
-            message_sources=None,
-        )
-        results[row.query_no].append((memory, float(row.score)))
+        results[row.query_no].append((hit_model(row._mapping), float(row.score)))
     return results

@@ -108,17 +108,21 @@ async def build_hnsw(database: Database, progress: Progress | None = None) -> In
             await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{REBUILDING}'))
             if current.mode == "hnsw" and not current.valid:
                 await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{HNSW_INDEX}'))
-            create = (
-                f'CREATE INDEX CONCURRENTLY {name} ON "{schema}".memories USING hnsw (embedding vector_cosine_ops) '
-                f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
-            )
             async with build_memory(auto, settings), _reporting(database, progress):
-                await auto.execute(text(create))
+                await auto.execute(text(create_hnsw(schema, settings, name)))
             if rebuild:
                 await auto.execute(text(f'DROP INDEX CONCURRENTLY "{schema}".{HNSW_INDEX}'))
                 # ShareUpdateExclusiveLock: reads and writes go on while the index is renamed.
                 await auto.execute(text(f'ALTER INDEX "{schema}".{REBUILDING} RENAME TO {HNSW_INDEX}'))
     return await state(database)
+
+
+def create_hnsw(schema: str, settings: Settings, name: str = HNSW_INDEX) -> str:
+    """``CREATE INDEX CONCURRENTLY`` of the HNSW index (named ``name``) with the settings' parameters."""
+    return (
+        f'CREATE INDEX CONCURRENTLY {name} ON "{schema}".memories USING hnsw (embedding vector_cosine_ops) '
+        f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
+    )
 
 
 @asynccontextmanager

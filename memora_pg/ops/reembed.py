@@ -34,7 +34,7 @@ from memora_pg.errors import (
     sqlstate_of,
 )
 from memora_pg.graph.autogen_contents import canonical_json
-from memora_pg.ops.indexes import build_memory
+from memora_pg.ops.indexes import build_memory, create_hnsw
 from memora_pg.statements import from_json, on_citus, sql
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
@@ -229,10 +229,6 @@ WHERE org_id = :org_id AND embedding IS NOT NULL AND embedding_next IS NOT NULL
 
 _INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(:name)"
 _DROP_INDEX_CONCURRENTLY = f"DROP INDEX CONCURRENTLY IF EXISTS {{schema}}.{HNSW_INDEX}"
-_CREATE_INDEX_CONCURRENTLY = f"""
-CREATE INDEX CONCURRENTLY {HNSW_INDEX} ON {{schema}}.memories
-USING hnsw (embedding vector_cosine_ops) WITH (m = {{m}}, ef_construction = {{ef_construction}})
-"""
 
 _RUN_LOCK = "SELECT pg_try_advisory_lock(hashtext(:key))"
 _RUN_UNLOCK = "SELECT pg_advisory_unlock(hashtext(:key))"
@@ -616,14 +612,7 @@ async def _build_index(run: _Run, session: AsyncConnection) -> None:
             # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
             await session.execute(sql(session, _DROP_INDEX_CONCURRENTLY))
         async with build_memory(session, settings):
-            await session.execute(
-                _sql(
-                    session,
-                    _CREATE_INDEX_CONCURRENTLY,
-                    m=int(settings.hnsw_m),
-                    ef_construction=int(settings.hnsw_ef_construction),
-                )
-            )
+            await session.execute(text(create_hnsw(run.database.schema, settings)))
         await session.execute(text("RESET statement_timeout"))
     await session.execute(_sql(session, _FORGET_COMMENT, _MEMORIES))
 
