@@ -11,8 +11,10 @@ it, per organization count, on the package's own calls:
 * the catalog (``pg_class`` rows of the schema) and the locks one search holds in its transaction.
 
     python -m bench.tenants --memories 100k --orgs 100,5000,50000
+    python -m bench.tenants --memories 1M --orgs 100,5000,50000 --index exact
 
-Rows are generated in SQL (random unit vectors), with the HNSW index built once after the load.
+Rows are generated in SQL (random unit vectors), with the HNSW index built once after the load,
+with the package's default build parameters.
 """
 
 from __future__ import annotations
@@ -62,8 +64,10 @@ CROSS JOIN LATERAL (
 """
 
 
-async def seed(url: str, orgs: int, memories: int) -> float:
-    """The organizations, their users and agents, and ``memories`` memories spread evenly; seconds taken."""
+async def seed(url: str, orgs: int, memories: int, *, hnsw: bool) -> float:
+    """The organizations, their users and agents, and ``memories`` memories spread evenly; seconds taken.
+
+    With ``hnsw`` the HNSW index is built after the load (exact mode without it)."""
     await load.migrate(url)
     conn = await connect(url)
     started = time.perf_counter()
@@ -73,10 +77,9 @@ async def seed(url: str, orgs: int, memories: int) -> float:
             await conn.execute(statement.rstrip(";"), orgs)
         for start in range(0, memories, 50_000):
             await conn.execute(MEMORIES, orgs, min(50_000, memories - start))
-        await conn.execute(f"SET maintenance_work_mem = '{load.BUILD_MEMORY}'")
-        await conn.execute(
-            f"CREATE INDEX ix_memories_embedding_hnsw ON {SCHEMA}.memories USING hnsw (embedding vector_cosine_ops)"
-        )
+        if hnsw:
+            await conn.execute(f"SET maintenance_work_mem = '{load.BUILD_MEMORY}'")
+            await conn.execute(load.create_hnsw(load.HNSW_M, load.HNSW_EF_CONSTRUCTION))
         await conn.execute("VACUUM ANALYZE")
     finally:
         await conn.close()
@@ -179,9 +182,13 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             name = f"bench_tenants_{orgs}"
             url = await server.create_database(name)
             try:
-                seconds = await seed(url, orgs, memories)
-                print(f"== {orgs:,} organizations, {memories:,} memories: seeded in {seconds:.0f} s", flush=True)
+                seconds = await seed(url, orgs, memories, hnsw=args.index == "hnsw")
+                print(
+                    f"== {orgs:,} organizations, {memories:,} memories, {args.index} mode: seeded in {seconds:.0f} s",
+                    flush=True,
+                )
                 found = await measure(url, orgs, memories, args.iterations)
+                found["mode"] = args.index
                 print(json.dumps(found), flush=True)
                 results.append(found)
             finally:
@@ -192,12 +199,15 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 def table(results: list[dict[str, Any]]) -> str:
     calls = ("save", "user search", "resolved fetch", "org search")
     lines = [
-        "| organizations | " + " | ".join(f"{c} p50 / p95 (planning)" for c in calls) + " | pg_class rows | locks |",
-        "| --- | " + " | ".join("---" for _ in calls) + " | --- | --- |",
+        "| organizations | mode | "
+        + " | ".join(f"{c} p50 / p95 (planning)" for c in calls)
+        + " | pg_class rows | locks |",
+        "| --- | --- | " + " | ".join("---" for _ in calls) + " | --- | --- |",
     ]
     for r in results:
         cells = [f"{r[c]['p50_ms']:.2f} / {r[c]['p95_ms']:.2f} ms ({r[c]['planning_ms']:.3f} ms)" for c in calls]
-        lines.append(f"| {r['orgs']:,} | " + " | ".join(cells) + f" | {r['pg_class_rows']} | {r['locks_per_search']} |")
+        catalog = f"{r['pg_class_rows']} | {r['locks_per_search']}"
+        lines.append(f"| {r['orgs']:,} | {r['mode']} | " + " | ".join(cells) + f" | {catalog} |")
     return "\n".join(lines)
 
 
@@ -206,6 +216,13 @@ def main() -> None:
     parser.add_argument("--memories", default="100k")
     parser.add_argument("--orgs", default="100,5000,50000")
     parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument(
+        "--index",
+        choices=("hnsw", "exact"),
+        default="hnsw",
+        help="'exact': no HNSW index (organization-wide searches scan the organization's rows); "
+        "the build of a million random vectors is most of a run's time",
+    )
     parser.add_argument("--server-url", default=None)
     args = parser.parse_args()
     results = asyncio.run(run(args))

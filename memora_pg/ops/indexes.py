@@ -108,7 +108,7 @@ async def build_hnsw(database: Database, progress: Progress | None = None) -> In
             await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{REBUILDING}'))
             if current.mode == "hnsw" and not current.valid:
                 await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{HNSW_INDEX}'))
-            async with build_memory(auto, settings), _reporting(database, progress):
+            async with build_session(auto, settings), _reporting(database, progress):
                 await auto.execute(text(create_hnsw(schema, settings, name)))
             if rebuild:
                 await auto.execute(text(f'DROP INDEX CONCURRENTLY "{schema}".{HNSW_INDEX}'))
@@ -163,17 +163,22 @@ async def raise_build_memory(conn: AsyncConnection, settings: Settings, *, local
 
 
 @asynccontextmanager
-async def build_memory(session: AsyncConnection, settings: Settings) -> AsyncIterator[None]:
-    """``maintenance_work_mem`` of ``settings.index_build_memory`` for the index builds in the block.
+async def build_session(session: AsyncConnection, settings: Settings) -> AsyncIterator[None]:
+    """The session settings of the index builds in the block: no statement timeout, and
+    ``maintenance_work_mem`` of ``settings.index_build_memory``.
 
-    An HNSW graph that does not fit in maintenance_work_mem (64MB by default) is built on disk,
-    several times slower. The setting is the session's until the block ends, then reset, so a
-    pooled connection goes back as it came. A build that failed or was cancelled may have left
-    the session unusable: then nothing more is sent on it.
+    A build of a large table outlasts any ``statement_timeout`` meant for the application
+    (``Settings.statement_timeout_ms``), and an HNSW graph that does not fit in
+    maintenance_work_mem (64MB by default) is built on disk, several times slower. Both are the
+    session's until the block ends, then reset, so a pooled connection goes back as it came.
+    A build that failed or was cancelled may have left the session unusable: then nothing more
+    is sent on it.
     """
+    await session.execute(text("SET statement_timeout = 0"))
     await raise_build_memory(session, settings, local=False)
     yield
     await session.execute(text("RESET maintenance_work_mem"))
+    await session.execute(text("RESET statement_timeout"))
 
 
 MISSING = """
@@ -205,11 +210,15 @@ async def build_missing(database: Database) -> list[str]:
                 ).scalars()
             )
             invalid = set((await auto.execute(text(MISSING), {"schema": schema})).scalars())
-            for table in metadata_in(schema).sorted_tables:
-                for index in table.indexes:
+            missing = [
+                index
+                for table in metadata_in(schema).sorted_tables
+                for index in table.indexes
+                if str(index.name) not in present or str(index.name) in invalid
+            ]
+            async with build_session(auto, database.settings):
+                for index in missing:
                     name = str(index.name)
-                    if name in present and name not in invalid:
-                        continue
                     if name in invalid:
                         await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{name}'))
                     if name == HNSW_INDEX:

@@ -34,7 +34,7 @@ from memora_pg.errors import (
     sqlstate_of,
 )
 from memora_pg.graph.autogen_contents import canonical_json
-from memora_pg.ops.indexes import build_memory, create_hnsw
+from memora_pg.ops.indexes import build_session, create_hnsw
 from memora_pg.statements import from_json, on_citus, sql
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
@@ -606,14 +606,11 @@ async def _build_index(run: _Run, session: AsyncConnection) -> None:
     settings = run.database.settings
     valid = await session.scalar(text(_INDEX_VALID), {"name": f'"{run.database.schema}".{HNSW_INDEX}'})
     if valid is not True:
-        # A statement_timeout from the settings would cut a long build short (the session is reset after).
-        await session.execute(text("SET statement_timeout = 0"))
         if valid is False:
             # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
             await session.execute(sql(session, _DROP_INDEX_CONCURRENTLY))
-        async with build_memory(session, settings):
+        async with build_session(session, settings):
             await session.execute(text(create_hnsw(run.database.schema, settings)))
-        await session.execute(text("RESET statement_timeout"))
     await session.execute(_sql(session, _FORGET_COMMENT, _MEMORIES))
 
 

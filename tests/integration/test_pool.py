@@ -36,7 +36,8 @@ async def test_an_exhausted_pool_is_a_database_error_about_the_pool(settings: Se
             assert await held.scalar(text("SELECT 1")) == 1
         assert isinstance(caught.value.__cause__, sa_exc.TimeoutError)
         assert "Pool size: 1" in str(caught.value)
-        assert await graph.get_all_organizations() == []
+        # The connection is back: the call succeeds (whatever other tests left in the shared database).
+        assert isinstance(await graph.get_all_organizations(), list)
     finally:
         await graph.close()
 

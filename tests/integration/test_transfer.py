@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import io
 import json
+import re
 import threading
 import tracemalloc
 import uuid
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -432,6 +434,9 @@ def _move_before_end(exported: str, type_: str) -> str:
     return "".join([*lines[:-1], moved, lines[-1]])
 
 
+# The first number of the first embedding, as the export writes it.
+EXPORTED_FIRST_NUMBER = re.compile(r'("embedding" : \[)[^,]+')
+
 CORRUPTIONS: dict[str, Callable[[str], str]] = {
     "cut in the middle of a line": lambda e: e[: len(e) // 2 + 7],
     "cut before the end record": lambda e: "".join(e.splitlines(keepends=True)[:-1]),
@@ -442,10 +447,16 @@ CORRUPTIONS: dict[str, Callable[[str], str]] = {
     "a required field left out": lambda e: _replace_line(e, "interactions", {"user_id": None}),
     "an embedding of the wrong length": lambda e: _replace_line(e, "memories", {"embedding": [0.5, 1]}),
     "an embedding with a string in it": lambda e: _replace_line(e, "memories", {"embedding": ["0.5"] * 384}),
+    # As the export writes it, so that the array is read as its text and pgvector refuses it on the server.
+    "an embedding with a number pgvector cannot read": lambda e: EXPORTED_FIRST_NUMBER.sub(r"\g<1>1-2", e, count=1),
     "a memory id that is not a UUID": lambda e: _replace_line(e, "memories", {"memory_id": "m-1"}),
     "a timestamp without offset": lambda e: _replace_line(e, "users", {"created_at": "2026-01-01T12:00:00"}),
     "bytes that are not base64": lambda e: _replace_line(e, "autogen_contents", {"content_bytes": "***"}),
     "a number where text belongs": lambda e: _replace_line(e, "messages", {"content": 1.5}),
+    "a message of an interaction the file lacks": lambda e: _replace_line(e, "messages", {"interaction_id": "gone"}),
+    "a source of a memory the file lacks": lambda e: _replace_line(
+        e, "memory_sources", {"memory_id": str(uuid.UUID(int=7))}
+    ),
     "a line after the end": lambda e: e + json.dumps({"type": "users"}) + "\n",
     "end counts that do not match": lambda e: _replace_line(e, transfer.FORMAT_END, {"counts": {}}),
 }
@@ -465,6 +476,26 @@ async def test_a_malformed_or_incomplete_export_writes_nothing(
             assert f"Line {_line_of(damaged, 'gossip')}:" in str(raised.value)
         assert set((await row_counts(target)).values()) == {0}, corruption
     await import_text(target, exported)  # the undamaged file goes in
+
+
+@pytest.mark.parametrize(
+    ("corruption", "message"),
+    [
+        ("a message of an interaction the file lacks", r"the database refused these messages rows\. .*foreign key"),
+        ("a source of a memory the file lacks", r"the database refused these memory_sources rows\. .*foreign key"),
+        ("an embedding with a number pgvector cannot read", r"the database refused these memories rows\. .*vector"),
+    ],
+)
+async def test_rows_the_database_refuses_are_named_by_their_lines(
+    graph: PostgresGraphDB, database_url: str, source: Database, target: str, corruption: str, message: str
+) -> None:
+    """A file the server refuses (a row it lacks, a vector pgvector cannot read) is InvalidInputError naming
+    the lines of the batch and the server's reason, and nothing is written."""
+    await populate(graph, database_url)
+    damaged = CORRUPTIONS[corruption](await export_text(source))
+    with pytest.raises(InvalidInputError, match=rf"^Lines \d+-\d+: {message}"):
+        await import_text(target, damaged)
+    assert set((await row_counts(target)).values()) == {0}
 
 
 def _line_of(exported: str, type_: str) -> int:
@@ -598,12 +629,20 @@ async def test_export_streams_in_bounded_memory(target: str, tmp_path: Path) -> 
 
 
 async def test_import_writes_batches_of_rows(
-    graph: PostgresGraphDB, database_url: str, source: Database, target: str
+    graph: PostgresGraphDB, database_url: str, source: Database, target: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each table goes in through COPY, moved into the table by one INSERT ... SELECT per batch_size rows,
-    never one statement per row."""
+    """Each table goes in through one COPY per batch_size rows, never one statement per row; a table with
+    derived columns is copied into a temporary table and moved into its own by one INSERT ... SELECT per batch."""
     await populate(graph, database_url)
     exported = await export_text(source)
+    copied: list[str] = []
+    copy = asyncpg.Connection.copy_records_to_table
+
+    async def counted(self: asyncpg.Connection, table_name: str, **options: Any) -> str:
+        copied.append(table_name)
+        return str(await copy(self, table_name, **options))
+
+    monkeypatch.setattr(asyncpg.Connection, "copy_records_to_table", counted)
     engine = create_async_engine(target)
     sent = count_statements(engine)
     db = Database(engine, settings=Settings(db_schema=SCHEMA))
@@ -612,6 +651,11 @@ async def test_import_writes_batches_of_rows(
     finally:
         await db.close()
         await engine.dispose()
+    staged = {"memories", "autogen_contents"}
     for table, rows in counts.items():
+        batches = -(-rows // 3)
+        copies = copied.count(f"memora_pg_import_{table}" if table in staged else table)
         inserts = [s for s in sent if s.startswith(f'INSERT INTO "{SCHEMA}"."{table}" (')]
-        assert len(inserts) == -(-rows // 3), (table, rows, len(inserts))
+        assert copies == batches, (table, rows, copies)
+        assert len(inserts) == (batches if table in staged else 0), (table, rows, len(inserts))
+    assert len(copied) == sum(-(-rows // 3) for rows in counts.values())

@@ -118,10 +118,14 @@ def test_staged_import_computes_the_full_text_vector() -> None:
     """The import's move from its COPY table casts vectors from text and recomputes the tsvector with the
     schema's full-text rule; JSON goes in as its text."""
     route = records.staged(memories, "tenant_memory")
-    assert '"tenant_memory".to_search_text("search_text")' in route.move
-    assert 'CAST("embedding" AS VECTOR)' in route.move
-    assert '"embedding" text' in route.create
-    assert "ON COMMIT DROP" in route.create
+    assert route.staging is not None
+    assert '"tenant_memory".to_search_text("search_text")' in route.staging.move
+    assert 'CAST("embedding" AS VECTOR)' in route.staging.move
+    create, store = route.staging.create
+    assert '"embedding" text' in create
+    assert "ON COMMIT DROP" in create
+    # A vector's text is never compressed: pglz made its COPY several times slower.
+    assert 'ALTER COLUMN "embedding" SET STORAGE EXTERNAL' in store
     row = dict.fromkeys(route.columns)
     row["metadata"] = {"a": 1}
     (values,) = route.records([row])
@@ -154,6 +158,44 @@ def test_read_records_refuses_a_line_that_is_not_a_record(line: str, message: st
     """A line that is not a JSON object with a string 'type' (or holds NaN) is InvalidInputError naming it."""
     with pytest.raises(InvalidInputError, match=message):
         parsed('{"type": "a"}', line)
+
+
+EXPORTED_MEMORY = (
+    '{"type" : "memories", "org_id" : "o", "memory_id" : "%s", "user_id" : "u", "agent_id" : "a", '
+    '"interaction_id" : null, "memory" : "Jake likes \\"embedding\\" : [1] tea", '
+    '"obtained_at" : "2026-01-01T12:00:00.000000+00:00", "seq" : 7, '
+    '"metadata" : {"score": 0.5, "tags": ["x"]}, "embedding" : %s, "searchable" : true}'
+)
+
+
+@pytest.mark.parametrize("line_type", [str, bytes])
+def test_read_records_takes_an_exported_embedding_as_its_text(line_type: type) -> None:
+    """An embedding as the export writes it (pgvector's text form) is kept as that text, unparsed,
+    and decodes to the same row as the same record written any other way."""
+    line = EXPORTED_MEMORY % (MEMORY_ID, "[0.1,1,-2.5e-05]")
+    [(_, record)] = parsed(line.encode() if line_type is bytes else line)
+    assert type(record["embedding"]) is records.VectorText
+    assert record["embedding"] == "[0.1,1,-2.5e-05]"
+    assert record["memory"] == 'Jake likes "embedding" : [1] tea'
+    assert records.decode(memories, record, 2, DIMENSIONS) == decode_memory(memory=record["memory"])
+
+
+def test_read_records_parses_an_embedding_inside_a_json_value_as_json() -> None:
+    """An "embedding" array inside a JSON column is the column's value, never taken for the record's vector."""
+    line = EXPORTED_MEMORY % (MEMORY_ID, "null")
+    line = line.replace('"metadata" : {"score": 0.5, "tags": ["x"]}', '"metadata" : {"embedding" : [0.5,2]}')
+    [(_, record)] = parsed(line)
+    assert record["embedding"] is None
+    assert record["metadata"] == {"embedding": ["0.5", 2]}
+
+
+@pytest.mark.parametrize("vector", ["[0.1,0.2]", "[]", "[0.1,0.2,0.3,0.4]"])
+def test_decode_refuses_an_exported_embedding_of_another_length(vector: str) -> None:
+    """The length of an embedding kept as its text is checked like a parsed one's."""
+    [(_, record)] = parsed(EXPORTED_MEMORY % (MEMORY_ID, vector))
+    assert type(record["embedding"]) is records.VectorText
+    with pytest.raises(InvalidInputError, match=r"^Line 2: memories\.embedding: expected a list of 3 numbers"):
+        records.decode(memories, record, 2, DIMENSIONS)
 
 
 def test_read_records_turns_a_broken_stream_into_invalid_input() -> None:
@@ -281,3 +323,9 @@ def test_decode_a_history_event_keeps_booleans() -> None:
     row = records.decode(memory_history, record, 4, DIMENSIONS)
     assert row["is_deleted"] is False
     assert (row["old_memory"], row["actor_id"]) == (None, None)
+
+
+def test_tables_without_derived_columns_are_copied_straight_in() -> None:
+    """Only a table with an embedding or a full-text vector goes through a temporary table."""
+    staged = {table.name for table in records.EXPORTED_TABLES if records.staged(table, "memora").staging is not None}
+    assert staged == {"memories", "autogen_contents"}

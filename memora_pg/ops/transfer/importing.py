@@ -1,20 +1,23 @@
 """Import: replay an export into a database, all of it in one transaction.
 
-The rows go in through COPY (into a temporary table, then moved into theirs by one statement
-per batch, which computes the derived columns) in ONE transaction, so a failed import leaves
-nothing behind; a large import therefore holds one long transaction (and its locks) until it
-commits. Into an empty database the HNSW index is dropped first and built once at the end, in
-that same transaction: much faster than indexing the rows one by one, with
-``maintenance_work_mem`` raised to ``Settings.index_build_memory`` so that the graph is built
-in memory. File reads are plain blocking calls on the event loop's thread.
-"""
+The rows go in through COPY, in ONE transaction, so a failed import leaves nothing behind; a
+large import therefore holds one long transaction (and its locks) until it commits. A table
+with derived columns (embeddings, full-text vectors) is copied into a temporary table and moved
+into its own by one statement per batch, which computes them; the others are copied straight
+in. Into an empty database the HNSW index is dropped first and built once at the end, in that
+same transaction: much faster than indexing the rows one by one, with ``maintenance_work_mem``
+raised to ``Settings.index_build_memory`` so that the graph is built in memory. The file is
+read, and its records checked, in a worker thread, one batch ahead of the writes."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gzip
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -25,7 +28,7 @@ from sqlalchemy.dialects.postgresql import REGCLASS
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.db import Database
-from memora_pg.errors import AlreadyExistsError, ConfigurationError, InvalidInputError, translate
+from memora_pg.errors import AlreadyExistsError, ConfigurationError, InvalidInputError, NotFoundError, translate
 from memora_pg.graph import versions
 from memora_pg.ops.indexes import raise_build_memory
 from memora_pg.ops.transfer.records import (
@@ -34,6 +37,7 @@ from memora_pg.ops.transfer.records import (
     FORMAT_END,
     POSITION,
     Progress,
+    Staged,
     StrPath,
     check_header,
     decode,
@@ -83,11 +87,15 @@ async def import_(
                     f"stores {dimensions}: import into a database created with {header['embedding_dimensions']}."
                 )
             set_aside = await _set_aside_vector_indexes(conn, database.schema)
-            replay = _Replay(conn, database, dimensions, batch_size, progress)
-            await replay.run(records)
+            batches = _Batches(records, database.schema, dimensions, batch_size)
+            writer = _Writer(conn, database.schema, progress)
+            # Closed here, so that a failed write waits for the read under way before the file closes.
+            async with contextlib.aclosing(_read_ahead(batches)) as ahead:
+                async for batch in ahead:
+                    await writer.write(batch)
             # The clocks' ends follow from the chains: an export written before they existed has none. They
             # are set before the vector indexes are built again, so that no row is indexed twice.
-            for org_id in sorted(replay.unclocked):
+            for org_id in sorted(batches.unclocked):
                 await versions.clock_organization(conn, org_id=org_id)
             if set_aside:
                 # One build over every row can outlast a statement_timeout meant for the application,
@@ -97,7 +105,7 @@ async def import_(
             for definition in set_aside:
                 await conn.execute(text(definition))
             await _advance_identities(conn, database.schema)
-    return replay.counts
+    return batches.counts
 
 
 @contextmanager
@@ -118,59 +126,73 @@ def _reader(source: BinaryIO | TextIO | StrPath) -> Iterator[Iterable[str | byte
         yield file
 
 
-class _Replay:
-    """Rows of the export, buffered per table and written in batches on one connection."""
+@dataclass(frozen=True)
+class _Batch:
+    """Rows of one table, ready for COPY, from consecutive lines of the export."""
 
-    def __init__(
-        self, conn: AsyncConnection, database: Database, dimensions: int, batch_size: int, progress: Progress | None
-    ) -> None:
-        self.conn = conn
-        self.schema = database.schema
+    route: Staged
+    records: list[tuple[Any, ...]]
+    lines: str  # "Lines 12-10011", for the errors that name them
+
+
+class _Batches:
+    """The export's records checked, decoded and grouped into batches of one table each.
+
+    Iterating reads the file to its end record; any fault of the file is InvalidInputError
+    naming its line. The counts and the organizations without clocks are complete once the
+    iteration is.
+    """
+
+    def __init__(self, records: Iterator[tuple[int, dict[str, Any]]], schema: str, dimensions: int, size: int) -> None:
+        self.records = records
+        self.schema = schema
         self.dimensions = dimensions
-        self.batch_size = batch_size
-        self.progress = progress
+        self.size = size
         self.counts = dict.fromkeys(BY_NAME, 0)
-        self.written = 0
-        self.table: Table | None = None
-        self.rows: list[dict[str, Any]] = []
-        self.first_line = 0
-        # The temporary tables of the COPY route created in this transaction.
-        self.created: set[str] = set()
         # The organizations whose memories came without their clocks' ends (an export made before them).
         self.unclocked: set[str] = set()
 
-    async def run(self, records: Iterator[tuple[int, dict[str, Any]]]) -> None:
-        last = 1
-        for number, record in records:
+    def __iter__(self) -> Iterator[_Batch]:
+        table: Table | None = None
+        rows: list[dict[str, Any]] = []
+        first = last = 1
+        for number, record in self.records:
             last = number
             kind = record["type"]
             if kind == FORMAT_END:
-                await self.flush()
+                if rows:
+                    yield self._batch(table, rows, first)
                 self._check_end(number, record)
-                after = next(records, None)
+                after = next(self.records, None)
                 if after is not None:
                     raise InvalidInputError(f"Line {after[0]} follows the end of the export.")
                 return
-            table = BY_NAME.get(kind)
-            if table is None:
+            found = BY_NAME.get(kind)
+            if found is None:
                 raise InvalidInputError(f"Line {number}: unknown record type {kind!r}.")
-            if self.table is not table:
-                if self.table is not None and POSITION[kind] < POSITION[self.table.name]:
+            if found is not table:
+                if table is not None and POSITION[kind] < POSITION[table.name]:
                     raise InvalidInputError(
-                        f"Line {number}: {kind} rows come after {self.table.name} rows; "
+                        f"Line {number}: {kind} rows come after {table.name} rows; "
                         f"an export lists its tables in the order {', '.join(BY_NAME)}."
                     )
-                await self.flush()
-                self.table, self.first_line = table, number
-            row = decode(table, record, number, self.dimensions)
+                if rows:
+                    yield self._batch(table, rows, first)
+                table, rows, first = found, [], number
+            row = decode(found, record, number, self.dimensions)
             if kind == "memories" and CLOCKS_ENDS.isdisjoint(record):
                 self.unclocked.add(row["org_id"])
-            self.rows.append(row)
+            rows.append(row)
             self.counts[kind] += 1
-            if len(self.rows) >= self.batch_size:
-                await self.flush()
-                self.first_line = number + 1
+            if len(rows) >= self.size:
+                yield self._batch(found, rows, first)
+                rows, first = [], number + 1
         raise InvalidInputError(f"The export stops after line {last} without its end record: the file is incomplete.")
+
+    def _batch(self, table: Table | None, rows: list[dict[str, Any]], first: int) -> _Batch:
+        assert table is not None
+        route = staged(table, self.schema)
+        return _Batch(route, route.records(rows), f"Lines {first}-{first + len(rows) - 1}")
 
     def _check_end(self, number: int, record: dict[str, Any]) -> None:
         if record.get("counts") != self.counts:
@@ -179,40 +201,86 @@ class _Replay:
                 f"{self.counts!r}: the file is incomplete or was edited."
             )
 
-    async def flush(self) -> None:
-        if not self.rows:
-            return
-        assert self.table is not None
-        table, rows, last_line = self.table, self.rows, self.first_line + len(self.rows) - 1
-        self.rows = []
-        lines = f"Lines {self.first_line}-{last_line}"
-        route = staged(table, self.schema)
-        if route.name not in self.created:
-            await self.conn.execute(text(route.create))
-            self.created.add(route.name)
-        # COPY into the temporary table, on the driver's connection of this same transaction.
+
+async def _read_ahead(batches: Iterable[_Batch]) -> AsyncGenerator[_Batch, None]:
+    """The batches, each read in a worker thread while the one before it is written.
+
+    Reading (the file, its JSON, each value's check) and writing (the server's COPY and moves)
+    then take turns on two cores instead of one: the event loop's thread only waits on the
+    server while a batch is written. At most one batch is read ahead.
+    """
+    source = iter(batches)
+    reading = asyncio.ensure_future(asyncio.to_thread(next, source, None))
+    try:
+        while (batch := await reading) is not None:
+            reading = asyncio.ensure_future(asyncio.to_thread(next, source, None))
+            yield batch
+    finally:
+        if not reading.done():
+            # A write failed (or the import was cancelled): let the read finish before the file closes.
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(reading)
+
+
+class _Writer:
+    """Batches into their tables, on the connection (and in the transaction) of the import."""
+
+    def __init__(self, conn: AsyncConnection, schema: str, progress: Progress | None) -> None:
+        self.conn = conn
+        self.schema = schema
+        self.progress = progress
+        self.written = 0
+        # The temporary tables of the COPY routes created in this transaction.
+        self.created: set[str] = set()
+
+    async def write(self, batch: _Batch) -> None:
+        staging = batch.route.staging
+        if staging is None:
+            await self._copy(batch, batch.route.table.name, self.schema)
+        else:
+            if staging.name not in self.created:
+                for statement in staging.create:
+                    await self.conn.execute(text(statement))
+                self.created.add(staging.name)
+            await self._copy(batch, staging.name, None)
+            try:
+                await self.conn.execute(text(staging.move))
+            except sa_exc.DBAPIError as error:
+                raise self._refused(batch, error) from error
+            await self.conn.execute(text(f'TRUNCATE "{staging.name}"'))
+        self.written += len(batch.records)
+        if self.progress is not None:
+            self.progress(self.written)
+
+    async def _copy(self, batch: _Batch, table: str, schema: str | None) -> None:
+        """COPY on the driver's connection of this same transaction."""
         driver = (await self.conn.get_raw_connection()).driver_connection
         assert driver is not None
         try:
-            await driver.copy_records_to_table(route.name, records=route.records(rows), columns=list(route.columns))
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, ValueError, TypeError) as error:
-            raise InvalidInputError(f"{lines}: the database refused these {table.name} rows. {error}") from error
-        try:
-            await self.conn.execute(text(route.move))
-        except sa_exc.DBAPIError as error:
-            found = translate(error)
-            if isinstance(found, AlreadyExistsError):
-                raise AlreadyExistsError(
-                    f"{lines}: the database already holds {table.name} rows with these keys (or the export repeats "
-                    "a key). Import into a database without the exported organizations."
-                ) from error
-            if isinstance(error, sa_exc.IntegrityError | sa_exc.DataError):
-                raise InvalidInputError(f"{lines}: the database refused these {table.name} rows. {found}") from error
-            raise found from error
-        await self.conn.execute(text(f'TRUNCATE "{route.name}"'))
-        self.written += len(rows)
-        if self.progress is not None:
-            self.progress(self.written)
+            await driver.copy_records_to_table(
+                table, schema_name=schema, records=batch.records, columns=list(batch.route.columns)
+            )
+        except asyncpg.PostgresError as error:
+            raise self._refused(batch, error) from error
+        except (asyncpg.InterfaceError, ValueError, TypeError) as error:  # a value the driver cannot encode
+            raise InvalidInputError(
+                f"{batch.lines}: the database refused these {batch.route.table.name} rows. {error}"
+            ) from error
+
+    @staticmethod
+    def _refused(batch: _Batch, error: sa_exc.DBAPIError | asyncpg.PostgresError) -> Exception:
+        """The error of a batch the database refused, naming its lines."""
+        name = batch.route.table.name
+        found = translate(error)
+        if isinstance(found, AlreadyExistsError):
+            return AlreadyExistsError(
+                f"{batch.lines}: the database already holds {name} rows with these keys (or the export repeats "
+                "a key). Import into a database without the exported organizations."
+            )
+        if isinstance(found, InvalidInputError | NotFoundError):  # a malformed value, a row the file lacks
+            detail = getattr(error, "orig", error)
+            return InvalidInputError(f"{batch.lines}: the database refused these {name} rows. {detail}")
+        return found
 
 
 # The HNSW indexes of memora_pg's schema, with the statements that build them again.

@@ -13,6 +13,7 @@ import base64
 import binascii
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -202,7 +203,7 @@ def read_records(lines: Iterable[str | bytes]) -> Iterator[tuple[int, dict[str, 
     try:
         for number, line in enumerate(lines, start=1):
             try:
-                record = json.loads(line, parse_float=Number, parse_constant=_no_constant)
+                record = _parse(line)
             except ValueError as error:
                 raise InvalidInputError(f"Line {number} of the export is not JSON: {error}") from error
             if not isinstance(record, dict) or not isinstance(record.get("type"), str):
@@ -212,6 +213,30 @@ def read_records(lines: Iterable[str | bytes]) -> Iterator[tuple[int, dict[str, 
         raise
     except (OSError, EOFError, UnicodeError) as error:  # a damaged gzip stream, a text file in another encoding
         raise InvalidInputError(f"The export cannot be read after line {number}: {error}") from error
+
+
+# An embedding is written as pgvector's text form, which is a JSON array too: "[0.1,-2.5e-05,...]".
+# Its numbers are most of a memory's line, and parsing them one by one is most of the time a line
+# takes in Python, so an array of nothing but digits, signs, points, exponents and commas is cut
+# out of the line as its text. pgvector parses it on the server (a number malformed there fails the
+# import naming the batch's lines); :func:`decode` checks its length. Any other line is parsed whole.
+_EMBEDDING = re.compile(r'"embedding"\s*:\s*\[([0-9.,eE+-]*)\]')
+# What the array is replaced with while the rest of the line is parsed: NUL is never valid text.
+_CUT = '"\\u0000"'
+
+
+def _parse(line: str | bytes) -> Any:
+    text = line.decode() if isinstance(line, bytes) else line
+    found = _EMBEDDING.search(text)
+    if found is not None and _EMBEDDING.search(text, found.end()) is None:
+        record = json.loads(
+            text[: found.start(1) - 1] + _CUT + text[found.end() :], parse_float=Number, parse_constant=_no_constant
+        )
+        # The array was the record's own embedding, not a value inside one of its JSON columns.
+        if isinstance(record, dict) and record.get("embedding") == "\x00":
+            record["embedding"] = VectorText(f"[{found.group(1)}]")
+            return record
+    return json.loads(text, parse_float=Number, parse_constant=_no_constant)
 
 
 def check_header(first: tuple[int, dict[str, Any]] | None) -> dict[str, Any]:
@@ -232,20 +257,31 @@ def check_header(first: tuple[int, dict[str, Any]] | None) -> dict[str, Any]:
     return header
 
 
-@lru_cache(maxsize=64)
+@dataclass(frozen=True)
+class Staging:
+    """The temporary table a table with derived columns is copied into, and the move out of it."""
+
+    name: str
+    create: tuple[str, ...]  # the statements that create it
+    move: str
+
+
 @dataclass(frozen=True)
 class Staged:
-    """How rows of a table go in through COPY: into a temporary table of the same columns (vectors and
-    full-text sources as text), then moved into the table by one ``INSERT ... SELECT`` that casts the
-    vectors and computes the full-text vectors with the schema's rule (migration 0006; it is strict:
-    a null source, a row that is not searchable, gives a null vector)."""
+    """How rows of a table go in through COPY.
+
+    A table whose columns all travel as they are stored is copied straight into. A table with
+    derived columns (an embedding, a full-text vector) is copied into a temporary table of the
+    same columns (vectors and full-text sources as text), then moved into the table by one
+    ``INSERT ... SELECT`` that casts the vectors and computes the full-text vectors with the
+    schema's rule (migration 0006; it is strict: a null source, a row that is not searchable,
+    gives a null vector).
+    """
 
     table: Table
-    name: str
     columns: tuple[str, ...]
-    create: str
-    move: str
     json_columns: frozenset[str]
+    staging: Staging | None = None
 
     def records(self, rows: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
         """Rows as :func:`decode` gives them, as tuples for COPY (JSON as its text)."""
@@ -260,32 +296,44 @@ class Staged:
 @lru_cache(maxsize=32)
 def staged(table: Table, schema: str) -> Staged:
     """The COPY route of ``table`` in ``schema`` (a validated identifier)."""
+    fields = record_fields(table)
+    columns = tuple(field.column.name for field in fields)
+    json_columns = frozenset(field.column.name for field in fields if field.kind == "json")
+    if not any(field.kind in ("vector", "searchable") for field in fields):
+        return Staged(table, columns, json_columns)
     dialect = postgresql.dialect()
     name = f"memora_pg_import_{table.name}"
-    definitions, selected, json_columns = [], [], set()
-    for field in record_fields(table):
+    definitions, selected, texts = [], [], []
+    for field in fields:
         column = field.column.name
         if field.kind in ("vector", "searchable"):
             definitions.append(f'"{column}" text')
+            texts.append(column)
         else:
             definitions.append(f'"{column}" {field.column.type.compile(dialect=dialect)}')
-        if field.kind == "json":
-            json_columns.add(column)
         if field.kind == "vector":
             selected.append(f'CAST("{column}" AS {field.column.type.compile(dialect=dialect)})')
         elif field.kind == "searchable":
             selected.append(f'"{schema}".to_search_text("{column}")')
         else:
             selected.append(f'"{column}"')
-    columns = tuple(field.column.name for field in record_fields(table))
     listed = ", ".join(f'"{column}"' for column in columns)
     return Staged(
-        table=table,
-        name=name,
-        columns=columns,
-        create=f'CREATE TEMPORARY TABLE "{name}" ({", ".join(definitions)}) ON COMMIT DROP',
-        move=f'INSERT INTO "{schema}"."{table.name}" ({listed}) SELECT {", ".join(selected)} FROM "{name}"',
-        json_columns=frozenset(json_columns),
+        table,
+        columns,
+        json_columns,
+        Staging(
+            name=name,
+            create=(
+                # A vector's text is kilobytes: stored as it is, never compressed (pglz made the COPY
+                # of a memory's row several times slower), and in the row while the row fits a page.
+                f'CREATE TEMPORARY TABLE "{name}" ({", ".join(definitions)}) '
+                "WITH (toast_tuple_target = 8160) ON COMMIT DROP",
+                f'ALTER TABLE "{name}" '
+                + ", ".join(f'ALTER COLUMN "{column}" SET STORAGE EXTERNAL' for column in texts),
+            ),
+            move=f'INSERT INTO "{schema}"."{table.name}" ({listed}) SELECT {", ".join(selected)} FROM "{name}"',
+        ),
     )
 
 
@@ -306,7 +354,7 @@ def decode(table: Table, record: dict[str, Any], number: int, dimensions: int) -
             row[name] = null() if field.kind == "json" else None
             continue
         try:
-            if field.kind == "vector" and (not isinstance(value, list) or len(value) != dimensions):
+            if field.kind == "vector" and _vector_length(value) != dimensions:
                 raise TypeError(f"expected a list of {dimensions} numbers (the header's embedding_dimensions)")
             decoded = _DECODERS[field.kind](value)
         except (ValueError, TypeError) as error:
@@ -338,6 +386,12 @@ class Number(str):
     An embedding's numbers are the shortest decimals of float32 values: handed to pgvector as
     text they come back bit for bit, and no float is ever formatted again (the slow part).
     """
+
+    __slots__ = ()
+
+
+class VectorText(str):
+    """An embedding as the text of its JSON array, its numbers unparsed (see :func:`_parse`)."""
 
     __slots__ = ()
 
@@ -394,8 +448,16 @@ def _bytes(value: Any) -> bytes:
         raise ValueError(f"not base64: {error}") from error
 
 
-def _vector(value: list[Any]) -> str:
+def _vector_length(value: Any) -> int | None:
+    if type(value) is VectorText:
+        return value.count(",") + 1 if value != "[]" else 0
+    return len(value) if isinstance(value, list) else None
+
+
+def _vector(value: list[Any] | VectorText) -> str:
     """pgvector's text form of the vector: the exported decimals, untouched."""
+    if type(value) is VectorText:
+        return value
     kinds = set(map(type, value))
     if not kinds <= {Number, int}:
         raise TypeError("expected a list of numbers")
