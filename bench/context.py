@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,3 +103,13 @@ class Context:
         self.figures.append(figure)
         print(figure.line(), flush=True)
         return figure
+
+
+def small_run(prog: str, description: str | None, argv: list[str] | None) -> tuple[int, data.Layout, data.VectorSpace]:
+    """The arguments of a benchmark of one scale (``--scale``, ``--iterations``): iterations, layout, vectors."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--scale", default="10k")
+    parser.add_argument("--iterations", type=int, default=100)
+    args = parser.parse_args(argv)
+    layout = data.Layout(data.parse_scale(args.scale))
+    return args.iterations, layout, data.VectorSpace(layout)

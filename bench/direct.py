@@ -10,7 +10,6 @@ index), so the server's work is small and the difference shows.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import statistics
 import time
@@ -18,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bench import data, load
-from bench.context import Context, VectorBook
+from bench.context import Context, VectorBook, small_run
 from bench.server import Server, connect
 from bench.writes import Saver, _writers
 from memora_pg import MemorySearchScope, PgVectorDB, PostgresGraphDB
@@ -73,16 +72,11 @@ def calls(ctx: Context, engine: Any, saver: Saver, direct: bool) -> dict[str, Ca
 
 
 async def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.direct", description=__doc__)
-    parser.add_argument("--scale", default="10k")
-    parser.add_argument("--iterations", type=int, default=100)
-    args = parser.parse_args(argv)
-    layout = data.Layout(data.parse_scale(args.scale))
-    space = data.VectorSpace(layout)
+    iterations, layout, space = small_run("python -m bench.direct", __doc__, argv)
     with Server(None) as server:
         url = await server.create_database("bench_direct")
         await load.load(url, layout, space)
-        ctx = Context(url, layout, space, VectorBook(space), iterations=args.iterations, warmup=10)
+        ctx = Context(url, layout, space, VectorBook(space), iterations=iterations, warmup=10)
         engine = ctx.engine(1)
         raw = await connect(url)
         await _writers(raw, ["direct-on", "direct-off"])
@@ -96,7 +90,7 @@ async def main(argv: list[str] | None = None) -> None:
                 await on[name](i)
                 await off[name](i)
             spent: dict[bool, list[float]] = {True: [], False: []}
-            for i in range(args.iterations):
+            for i in range(iterations):
                 for direct in (True, False) if i % 2 else (False, True):
                     started = time.perf_counter()
                     await (on if direct else off)[name](i)
