@@ -7,7 +7,9 @@ apart from the others:
 
 * ``modes``: exact, hnsw, exact, hnsw (the index dropped and built between);
 * ``writes``: hnsw mode before the hnsw-phase writes (the save and add figures), after them,
-  and after ``VACUUM ANALYZE``.
+  and after ``VACUUM ANALYZE``;
+* ``import``: hnsw mode before the bulk-import figure (a second database, an import of the
+  organization and its HNSW build) and after it.
 
     python -m bench.modes --scale 10k --iterations 100
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bench import load, reads, writes
+from bench import bulk, load, reads, writes
 from bench.context import Context, VectorBook, small_run
 from bench.server import Server, connect
 
@@ -40,7 +42,7 @@ async def user_search(ctx: Context, mode: str, step: str) -> None:
         await raw.close()
 
 
-async def modes(ctx: Context) -> None:
+async def modes(ctx: Context, server: Server, times: load.LoadTimes) -> None:
     for step, mode in enumerate(("exact", "hnsw", "exact", "hnsw"), start=1):
         if mode == "hnsw":
             await load.build_hnsw(ctx.url)
@@ -49,7 +51,7 @@ async def modes(ctx: Context) -> None:
         await user_search(ctx, mode, f"modes {step} ({mode})")
 
 
-async def after_writes(ctx: Context) -> None:
+async def after_writes(ctx: Context, server: Server, times: load.LoadTimes) -> None:
     await load.build_hnsw(ctx.url)
     await user_search(ctx, "hnsw", "writes 1 (before the hnsw-phase writes)")
     await writes.save_figures(ctx, "hnsw")
@@ -63,17 +65,24 @@ async def after_writes(ctx: Context) -> None:
     await user_search(ctx, "hnsw", "writes 3 (after VACUUM ANALYZE)")
 
 
+async def around_import(ctx: Context, server: Server, times: load.LoadTimes) -> None:
+    build_s = await load.build_hnsw(ctx.url)
+    await user_search(ctx, "hnsw", "import 1 (before the bulk-import figure)")
+    await bulk.bulk_figure(ctx, server, times, build_s)
+    await user_search(ctx, "hnsw", "import 2 (after it)")
+
+
 async def main(argv: list[str] | None = None) -> None:
     iterations, layout, space = small_run("python -m bench.modes", __doc__, argv)
     with Server(None) as server:
-        for sequence in (modes, after_writes):
+        for sequence in (modes, after_writes, around_import):
             name = f"bench_modes_{sequence.__name__}"
             url = await server.create_database(name)
             try:
-                await load.load(url, layout, space)
+                times = await load.load(url, layout, space)
                 ctx = Context(url, layout, space, VectorBook(space), iterations=iterations, warmup=10)
                 try:
-                    await sequence(ctx)
+                    await sequence(ctx, server, times)
                 finally:
                     await ctx.dispose()
             finally:
