@@ -78,8 +78,7 @@ async def seed(url: str, orgs: int, memories: int, *, hnsw: bool) -> float:
         for start in range(0, memories, 50_000):
             await conn.execute(MEMORIES, orgs, min(50_000, memories - start))
         if hnsw:
-            await conn.execute(f"SET maintenance_work_mem = '{load.BUILD_MEMORY}'")
-            await conn.execute(load.create_hnsw(load.HNSW_M, load.HNSW_EF_CONSTRUCTION))
+            await load.build_hnsw(url)
         await conn.execute("VACUUM ANALYZE")
     finally:
         await conn.close()

@@ -162,20 +162,25 @@ async def raise_build_memory(conn: AsyncConnection, settings: Settings, *, local
     await conn.execute(text(RAISE_BUILD_MEMORY), {"memory": settings.index_build_memory, "local": local})
 
 
-@asynccontextmanager
-async def build_session(session: AsyncConnection, settings: Settings) -> AsyncIterator[None]:
-    """The session settings of the index builds in the block: no statement timeout, and
-    ``maintenance_work_mem`` of ``settings.index_build_memory``.
+async def prepare_build(conn: AsyncConnection, settings: Settings, *, local: bool) -> None:
+    """The settings of an index build: no statement timeout, and ``maintenance_work_mem`` of at
+    least ``settings.index_build_memory``; for the transaction when ``local``, else the session's.
 
     A build of a large table outlasts any ``statement_timeout`` meant for the application
     (``Settings.statement_timeout_ms``), and an HNSW graph that does not fit in
-    maintenance_work_mem (64MB by default) is built on disk, several times slower. Both are the
-    session's until the block ends, then reset, so a pooled connection goes back as it came.
-    A build that failed or was cancelled may have left the session unusable: then nothing more
-    is sent on it.
+    maintenance_work_mem (64MB by default) is built on disk, several times slower.
     """
-    await session.execute(text("SET statement_timeout = 0"))
-    await raise_build_memory(session, settings, local=False)
+    await conn.execute(text("SELECT set_config('statement_timeout', '0', :local)"), {"local": local})
+    await raise_build_memory(conn, settings, local=local)
+
+
+@asynccontextmanager
+async def build_session(session: AsyncConnection, settings: Settings) -> AsyncIterator[None]:
+    """:func:`prepare_build` for the session while the block runs, then reset, so a pooled
+    connection goes back as it came. A build that failed or was cancelled may have left the
+    session unusable: then nothing more is sent on it.
+    """
+    await prepare_build(session, settings, local=False)
     yield
     await session.execute(text("RESET maintenance_work_mem"))
     await session.execute(text("RESET statement_timeout"))

@@ -30,7 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg.db import Database
 from memora_pg.errors import AlreadyExistsError, ConfigurationError, InvalidInputError, NotFoundError, translate
 from memora_pg.graph import versions
-from memora_pg.ops.indexes import raise_build_memory
+from memora_pg.ops.indexes import prepare_build
 from memora_pg.ops.transfer.records import (
     BY_NAME,
     EXPORTED_TABLES,
@@ -98,10 +98,7 @@ async def import_(
             for org_id in sorted(batches.unclocked):
                 await versions.clock_organization(conn, org_id=org_id)
             if set_aside:
-                # One build over every row can outlast a statement_timeout meant for the application,
-                # and needs its graph in memory (see Settings.index_build_memory).
-                await conn.execute(text("SET LOCAL statement_timeout = 0"))
-                await raise_build_memory(conn, database.settings, local=True)
+                await prepare_build(conn, database.settings, local=True)
             for definition in set_aside:
                 await conn.execute(text(definition))
             await _advance_identities(conn, database.schema)
