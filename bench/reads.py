@@ -301,18 +301,14 @@ async def _plan_of(raw: asyncpg.Connection, statements: Statements, call: Any) -
 
 
 async def user_search_figures(ctx: Context, engine: Any, mode: str, raw: asyncpg.Connection) -> dict[str, Run]:
-    """User-scoped search: PgVectorDB (dense, hybrid) and the mem0-style face, against the exact floor."""
+    """User-scoped search: PgVectorDB and the mem0-style face in their default (hybrid) mode, and
+    PgVectorDB in dense mode (whose recall is measured against the exact cosine answer), against the
+    exact floor."""
     queries = Queries(ctx, "user", _users(ctx))
     dense = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="dense")
-    hybrid = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="hybrid")
-    # Dense, as the floor and mem0 are: the figure measures recall against the exact cosine answer.
+    hybrid = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings())
     memory = AsyncMemory(
-        MemoryConfig(
-            vector_store={
-                "provider": "pgvector",
-                "config": {"collection_name": data.collection(0), "search_mode": "dense"},
-            }
-        ),
+        MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": data.collection(0)}}),
         engine=engine,
         embedder=ctx.book,
     )
@@ -354,11 +350,10 @@ async def user_search_figures(ctx: Context, engine: Any, mode: str, raw: asyncpg
         raw, [(baselines.USER_EXACT, (org(0), data.user_id(queries.user(0)), queries.vector(0), K))]
     )
     for name, label in (
-        ("dense", "PgVectorDB.search_memory, USER scope, dense"),
-        ("face", "AsyncMemory.search (mem0-style), user filter"),
+        ("hybrid", "PgVectorDB.search_memory, USER scope, default (hybrid)"),
+        ("face", "AsyncMemory.search (mem0-style), user filter, default (hybrid)"),
     ):
         run = runs[name]
-        mean_recall, _, complete = _quality(run.results, truths)
         ratio = run.sample.median / floor_run.sample.median
         ctx.add(
             Figure(
@@ -371,27 +366,33 @@ async def user_search_figures(ctx: Context, engine: Any, mode: str, raw: asyncpg
                 client_share=await client_share(raw, statements, calls[name], run.sample.median),
                 raw_client_share=floor_run.sample.median - floor_served,
                 notes=[
-                    _quality_note("ours", run.results, truths),
-                    _quality_note("raw floor", floor_run.results, truths),
-                    *([f"plan: {plan_summary(plan)}"] if name == "dense" else []),
+                    f"{statistics.fmean(len(r) for r in run.results):.1f} results (fused with full-text and"
+                    " neighbours: not a cosine recall figure; LoCoMo recall is bench.retrieval's)"
                 ],
-                target="recall@10 = 1.0, full top-k, p50 ≤ 1.5× raw exact floor",
-                met=mean_recall == 1.0 and complete and ratio <= 1.5,
+                target="p50 ≤ 2× raw exact floor",
+                met=ratio <= 2.0,
             )
         )
-    hybrid_run = runs["hybrid"]
+    run = runs["dense"]
+    mean_recall, _, complete = _quality(run.results, truths)
+    ratio = run.sample.median / floor_run.sample.median
     ctx.add(
         Figure(
             "Search",
-            "user-scoped search, PgVectorDB.search_memory, USER scope, hybrid (the default mode)",
+            "user-scoped search, PgVectorDB.search_memory, USER scope, dense mode",
             ctx.scale,
             mode,
-            ours=hybrid_run.sample,
+            ours=run.sample,
             raw=floor_run.sample,
+            client_share=await client_share(raw, statements, calls["dense"], run.sample.median),
+            raw_client_share=floor_run.sample.median - floor_served,
             notes=[
-                f"{statistics.fmean(len(r) for r in hybrid_run.results):.1f} results"
-                " (fused with full-text; not a recall figure)"
+                _quality_note("ours", run.results, truths),
+                _quality_note("raw floor", floor_run.results, truths),
+                f"plan: {plan_summary(plan)}",
             ],
+            target="recall@10 = 1.0, full top-k, p50 ≤ 1.5× raw exact floor",
+            met=mean_recall == 1.0 and complete and ratio <= 1.5,
         )
     )
     ctx.add(
@@ -413,6 +414,7 @@ async def org_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.C
     """Organization-wide search: HNSW with iterative scans (hnsw mode) or an exact scan (exact mode)."""
     queries = Queries(ctx, "org", _users(ctx, 1000))
     store = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings(), search_mode="dense")
+    default = PgVectorDB(engine, embedder=ctx.book, settings=ctx.settings())
     statements = Statements(engine)
     ef_search = ctx.settings().hnsw_ef_search
     org = data.org_id(0)
@@ -428,7 +430,11 @@ async def org_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.C
         rows = await baselines.org_nearest(raw, org, queries.vector(i), K, ef_search)
         return [str(r["memory_id"]) for r in rows]
 
-    runs = await interleaved({"ours": ours, "raw": theirs}, iterations=iterations, warmup=warmup)
+    async def hybrid(i: int) -> list[str]:
+        hits = await default.search_memory(queries.text(i), MemorySearchScope.ORGANIZATION, org)
+        return [m.memory_id for m, _ in hits]
+
+    runs = await interleaved({"ours": ours, "raw": theirs, "hybrid": hybrid}, iterations=iterations, warmup=warmup)
     all_truths = org_truths(ctx, queries, warmup + iterations)
     truths = all_truths[warmup:]
     plan = await _plan_of(raw, statements, ours)
@@ -451,6 +457,20 @@ async def org_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.C
             met=mean_recall >= 0.95 and complete and p50 <= 0.015,
         )
     )
+    hybrid_p50 = runs["hybrid"].sample.median
+    ctx.add(
+        Figure(
+            "Search",
+            "organization-scoped search, PgVectorDB.search_memory, ORGANIZATION scope, default (hybrid)",
+            ctx.scale,
+            mode,
+            ours=runs["hybrid"].sample,
+            raw=runs["raw"].sample,
+            notes=["fused with full-text and neighbours: the raw side is the dense HNSW floor"],
+            target="p50 ≤ 15 ms",
+            met=hybrid_p50 <= 0.015,
+        )
+    )
 
 
 async def org_hnsw_figure(ctx: Context) -> None:
@@ -465,13 +485,9 @@ async def org_hnsw_figure(ctx: Context) -> None:
 async def filtered_search_figure(ctx: Context, engine: Any, mode: str, raw: asyncpg.Connection) -> Run:
     """mem0-style search under a metadata filter that keeps 1% of the user's rows."""
     queries = Queries(ctx, "filtered", _users(ctx))
+    # The default (hybrid) mode, as a user gets it: the raw side is the dense floor under the same filter.
     memory = AsyncMemory(
-        MemoryConfig(
-            vector_store={
-                "provider": "pgvector",
-                "config": {"collection_name": data.collection(0), "search_mode": "dense"},
-            }
-        ),
+        MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": data.collection(0)}}),
         engine=engine,
         embedder=ctx.book,
     )
@@ -492,21 +508,34 @@ async def filtered_search_figure(ctx: Context, engine: Any, mode: str, raw: asyn
         )
         return [str(r["memory_id"]) for r in rows]
 
-    runs = await interleaved({"ours": ours, "raw": theirs}, iterations=ctx.iterations, warmup=ctx.warmup)
+    async def unfiltered(i: int) -> list[str]:
+        found = await memory.search(
+            queries.text(i), filters={"user_id": data.user_id(queries.user(i))}, top_k=K, threshold=None
+        )
+        return [item["id"] for item in found["results"]]
+
+    runs = await interleaved(
+        {"ours": ours, "raw": theirs, "unfiltered": unfiltered}, iterations=ctx.iterations, warmup=ctx.warmup
+    )
     truths = [user_truth(ctx, queries, i, topic(i)) for i in range(ctx.warmup, ctx.warmup + ctx.iterations)]
     plan = await _plan_of(raw, statements, ours)
-    mean_recall, _, complete = _quality(runs["ours"].results, truths)
+    _, _, complete = _quality(runs["ours"].results, truths)
+    ratio = runs["ours"].sample.median / runs["unfiltered"].sample.median
     ctx.add(
         Figure(
             "Search",
-            "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search",
+            "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search, default (hybrid)",
             ctx.scale,
             mode,
             ours=runs["ours"].sample,
             raw=runs["raw"].sample,
-            notes=[_quality_note("ours", runs["ours"].results, truths), f"plan: {plan_summary(plan)}"],
-            target="full top-k; index-backed; p50 ≤ 20 ms",
-            met=mean_recall == 1.0 and complete and index_backed(plan) and runs["ours"].sample.median <= 0.020,
+            notes=[
+                f"the same search without the filter: p50 {runs['unfiltered'].sample.median * 1000:.2f} ms,"
+                f" filtered ÷ unfiltered {ratio:.2f}×",
+                f"plan: {plan_summary(plan)}",
+            ],
+            target="full top-k; index-backed; p50 ≤ 2× the same search without the filter",
+            met=complete and index_backed(plan) and ratio <= 2.0,
         )
     )
     await memory.close()

@@ -459,6 +459,8 @@ def to_memory_content(stored: autogen_contents.StoredContent) -> MemoryContent:
     metadata = dict(stored.metadata)
     if stored.score is not None:
         metadata["score"] = stored.score
+    if stored.similarity is not None:
+        metadata["similarity"] = stored.similarity
     return MemoryContent(content=value, mime_type=_mime_out(stored.mime_type), metadata=metadata or None)
 
 
@@ -740,10 +742,16 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
             vectors=[embedding],
             texts=[text],
             k=k,
-            exact=True,
+            scoped=True,
             unrelated_similarity=unrelated_similarity(self.embedder),
         )
-        found = [autogen_contents.stored(row, score) for row, score in hits if threshold is None or score >= threshold]
+        # The threshold is on the cosine similarity, as the vector memories it stands in for take it
+        # (ChromaDB's similarity score_threshold, Redis's distance_threshold); the ranking stays the search's.
+        found = [
+            autogen_contents.stored(row, score)
+            for row, score in hits
+            if threshold is None or row["cosine"] >= threshold
+        ]
         return MemoryQueryResult(results=[to_memory_content(entry) for entry in found])
 
     async def update_context(self, model_context: ModelContext) -> UpdateContextResult:

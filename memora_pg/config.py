@@ -145,10 +145,11 @@ class Settings(BaseSettings):
         description="The lexical arm is scaled by at least this share of the query's best possible BM25 score.",
     )
     search_candidates: int = Field(
-        default=100,
+        default=150,
         ge=1,
         le=10_000,
-        description="Rows per arm an organization-wide search scores (a user's rows are all scored).",
+        description="A query word held by at most this many of the searched rows brings them all as candidates "
+        "of the hybrid search; the nearest rows it scores are at most this many too (3 per hit asked for).",
     )
     search_top_k: int = Field(default=10, ge=1, le=1000, description="Hits per query of the Memora vector DB.")
     row_level_security: bool = Field(

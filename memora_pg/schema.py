@@ -153,7 +153,10 @@ memories = Table(
     Index("ix_memories_user_stored", "org_id", "user_id", func.coalesce(column("stored_at"), column("obtained_at"))),
     Index("ix_memories_user_recent", "org_id", "user_id", text("obtained_at DESC"), text("seq DESC")),
     Index("ix_memories_user_agent_recent", "org_id", "user_id", "agent_id", text("obtained_at DESC"), text("seq DESC")),
-    Index(None, "org_id", "interaction_id"),
+    # Neighbours by key (migration 0009): the memories just before and after one, in its interaction
+    # or, for memories of no interaction, among its user's.
+    Index("ix_memories_interaction_seq", "org_id", "interaction_id", "seq"),
+    Index("ix_memories_unattached_seq", "org_id", "user_id", "seq", postgresql_where=text("interaction_id IS NULL")),
     Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
     # Metadata filters of the mem0-style API: containment (@>) and key presence (?).
     Index("ix_memories_metadata", "metadata", postgresql_using="gin"),

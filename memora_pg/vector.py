@@ -289,7 +289,7 @@ class PgVectorDB(BaseVectorDB):
             vectors=vectors,
             texts=queries,
             k=self._db.settings.search_top_k,
-            exact=user_scoped,
+            scoped=user_scoped,
             unrelated_similarity=unrelated_similarity(self.embedder),
             mode=self.search_mode,
         )

@@ -73,7 +73,9 @@ class NewContent:
 
 @dataclass(frozen=True)
 class StoredContent:
-    """One entry as read back; ``score`` is the cosine similarity for search results, else None."""
+    """One entry as read back; for a search result, ``score`` is the search's score (the hybrid
+    ranking's, or the cosine similarity in dense mode) and ``similarity`` the cosine similarity of
+    the entry and the query; both None otherwise."""
 
     content_id: uuid.UUID
     mime_type: str
@@ -82,6 +84,7 @@ class StoredContent:
     data: bytes | None
     metadata: dict[str, Any]
     score: float | None = None
+    similarity: float | None = None
 
 
 # What an entry returns, to a listing and to a search.
@@ -90,8 +93,9 @@ _COLUMNS = tuple(c[name] for name in RETURNED)
 
 
 def stored(row: RowMapping | dict[str, Any], score: float | None = None) -> StoredContent:
-    """An entry as read back (``score`` for a search hit)."""
+    """An entry as read back (``score`` and the row's ``cosine`` for a search hit)."""
     score = row.get("score", score)
+    similarity = row.get("cosine")
     return StoredContent(
         content_id=row["content_id"],
         mime_type=row["mime_type"],
@@ -100,6 +104,7 @@ def stored(row: RowMapping | dict[str, Any], score: float | None = None) -> Stor
         data=row["content_bytes"],
         metadata=dict(row["metadata"] or {}),
         score=float(score) if score is not None else None,
+        similarity=float(similarity) if similarity is not None else None,
     )
 
 

@@ -2,10 +2,10 @@
 
 * :func:`find` runs the searches of the faces: the hybrid ranking of :mod:`memora_pg.graph.ranking`
   (the default: dense and BM25-style lexical arms fused, score in [0, 1]), or the cosine
-  similarity alone (``search_mode="dense"``). A search that scores every matching row (a
-  user's memories, an AutoGen namespace) is one statement in autocommit; a search over a whole
-  organization sets the HNSW options of its transaction first (:data:`HNSW_OPTIONS`), so
-  pgvector's iterative scans fill the candidate list under any condition.
+  similarity alone (``search_mode="dense"``). Every hit also carries its cosine similarity
+  (``cosine``). Each search is one statement in autocommit, whatever its scope: a scope of few
+  rows is sorted exactly, a larger one or a whole organization walks the HNSW index, whose
+  options (iterative scans, the search width) the statement sets for itself.
 * :func:`upstream_search` keeps upstream Memora's Qdrant-style fusion, for the Memora vector DB
   with ``search_mode="upstream"``.
 
@@ -21,7 +21,20 @@ from functools import lru_cache
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
-from sqlalchemy import DateTime, Float, Integer, Select, and_, bindparam, column, exists, literal, select, text, true
+from sqlalchemy import (
+    DateTime,
+    Integer,
+    Select,
+    and_,
+    bindparam,
+    column,
+    exists,
+    literal,
+    select,
+    text,
+    true,
+    union_all,
+)
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -34,7 +47,7 @@ from memora_pg.graph import ranking, timeline
 from memora_pg.graph.render import hit_model
 from memora_pg.models import Memory
 from memora_pg.schema import autogen_contents, memories, memory_updates
-from memora_pg.statements import FilterShape, Statement, run, sql
+from memora_pg.statements import FilterShape, Statement, sql
 
 Hit = tuple[dict[str, Any], float]
 
@@ -44,6 +57,7 @@ MEMORIES = ranking.Corpus(
     id_column="memory_id",
     neighbourhood="interaction_id",
     returned=("org_id", "user_id", "agent_id", "memory_id", "memory", "metadata", "obtained_at"),
+    unattached="user_id",
 )
 
 # One row per query vector, numbered from 0.
@@ -53,28 +67,33 @@ FROM unnest(CAST(:embeddings AS vector[])) WITH ORDINALITY AS given(embedding, n
 """
 
 
-def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, exact: bool) -> Select[Any]:
-    """The ``k`` memories nearest to ``query`` among those matching ``where``, with their similarity."""
+def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scoped: bool) -> Select[Any]:
+    """The ``k`` memories nearest to ``query`` among those matching ``where``, with their similarity
+    (as ``score`` and ``cosine``), best first."""
     distance = memories.c.embedding.cosine_distance(query)
-    # "+ 0" hides the ordering from the HNSW index: the exact path sorts the matching rows (ties by
-    # insertion order); the index path orders by distance alone, which the index can deliver.
-    order = (distance + literal(0, Float), memories.c.seq) if exact else (distance,)
-    return (
-        select(*(memories.c[name] for name in MEMORIES.returned), (1 - distance).label("score"))
-        .where(memories.c.embedding.is_not(None), where)
-        .order_by(*order)
-        .limit(k)
+    searchable = and_(memories.c.embedding.is_not(None), where)
+    branches = ranking.nearest_branches(
+        [*(memories.c[name] for name in MEMORIES.returned), (1 - distance).label("score")],
+        searchable=searchable,
+        distance=distance,
+        seq=memories.c.seq,
+        limit=k,
+        size=ranking.scope_rows(searchable) if scoped else None,
     )
+    # Inside a LATERAL of several queries the branches take the query's vector from outside.
+    branches = [branch.correlate_except(memories) for branch in branches]
+    found = union_all(*branches).subquery("found") if len(branches) > 1 else branches[0].subquery("found")
+    return select(found, found.c.score.label("cosine")).order_by(found.c.score.desc())
 
 
-def nearest_statement(*, where: ColumnElement[bool], k: int, exact: bool, queries: int) -> Select[Any]:
+def nearest_statement(*, where: ColumnElement[bool], k: int, scoped: bool, queries: int) -> Select[Any]:
     """The dense search of memories for ``queries`` query vectors; it takes :func:`query_vectors`' parameters."""
     if queries == 1:
         # One query (every search): a plain select, cheaper to build and to plan than the LATERAL join below.
         query = bindparam("embedding", type_=vector_params.BinaryVector())
-        return _hits(query, where=where, k=k, exact=exact).add_columns(literal(0, Integer).label("query_no"))
+        return _hits(query, where=where, k=k, scoped=scoped).add_columns(literal(0, Integer).label("query_no"))
     vectors = text(QUERY_VECTORS).columns(column("query_no", Integer), column("embedding", VECTOR())).subquery("q")
-    hits = _hits(vectors.c.embedding, where=where, k=k, exact=exact).lateral("hit")
+    hits = _hits(vectors.c.embedding, where=where, k=k, scoped=scoped).lateral("hit")
     return (
         select(vectors.c.query_no, hits)
         .select_from(vectors.join(hits, true()))
@@ -212,8 +231,8 @@ AUTOGEN_CONTENTS = ranking.Corpus(
     autogen_contents, id_column="content_id", neighbourhood=None, returned=autogen_contents_rows.RETURNED
 )
 
-# The HNSW options of a search over a whole organization, for its transaction only: iterative
-# scans, so a selective condition still fills the list, and the list's search width.
+# The HNSW options of upstream mode's search over a whole organization, for its transaction only:
+# iterative scans, so a selective condition still fills the list, and the list's search width.
 HNSW_OPTIONS = """
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', :ef, true)
 """
@@ -227,7 +246,7 @@ def statement(
     vectors: Sequence[Sequence[float]],
     texts: Sequence[str],
     k: int,
-    exact: bool,
+    scoped: bool,
     mode: str,
     settings: Settings,
     unrelated_similarity: float = 0.0,
@@ -236,12 +255,14 @@ def statement(
     weights = ranking.Weights.from_settings(settings, unrelated_similarity)
     dense = mode == "dense"
     if where.shape is not None:
-        built = _built(corpus, schema, where.shape, k, exact, dense, weights, len(vectors) if dense else 0)
+        built = _built(corpus, schema, where.shape, k, scoped, dense, weights, len(vectors) if dense else 0)
     else:
-        built = _build(corpus, schema, where.sql(), k, exact, dense, weights, len(vectors) if dense else 0)
+        built = _build(corpus, schema, where.sql(), k, scoped, dense, weights, len(vectors) if dense else 0)
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
-    return Statement(built, {**params, **where.params})
+    # The HNSW scan's search width: at least the rows it is asked for.
+    ef = max(settings.hnsw_ef_search, k, settings.search_candidates)
+    return Statement(built, {**params, **where.params, "ef": str(ef)})
 
 
 def _build(
@@ -249,16 +270,16 @@ def _build(
     schema: str,
     where: ColumnElement[bool],
     k: int,
-    exact: bool,
+    scoped: bool,
     dense: bool,
     weights: ranking.Weights,
     queries: int,
 ) -> Select[Any]:
     if not dense:
-        return ranking.statement(corpus, schema=schema, where=where, k=k, exact=exact, weights=weights)
+        return ranking.statement(corpus, schema=schema, where=where, k=k, scoped=scoped, weights=weights)
     if corpus is MEMORIES:
-        return nearest_statement(where=where, k=k, exact=exact, queries=queries)
-    return ranking.dense_statement(corpus, schema=schema, where=where, k=k, exact=exact)
+        return nearest_statement(where=where, k=k, scoped=scoped, queries=queries)
+    return ranking.dense_statement(corpus, schema=schema, where=where, k=k, scoped=scoped)
 
 
 @lru_cache(maxsize=256)
@@ -267,13 +288,13 @@ def _built(
     schema: str,
     shape: tuple[Any, ...],
     k: int,
-    exact: bool,
+    scoped: bool,
     dense: bool,
     weights: ranking.Weights,
     queries: int,
 ) -> Select[Any]:
     """A search of a usual scope, built once: building the statement costs more than running it."""
-    return _build(corpus, schema, _SHAPES[shape[0]](*shape[1:]), k, exact, dense, weights, queries)
+    return _build(corpus, schema, _SHAPES[shape[0]](*shape[1:]), k, scoped, dense, weights, queries)
 
 
 async def find(
@@ -285,14 +306,15 @@ async def find(
     vectors: Sequence[Sequence[float]],
     texts: Sequence[str],
     k: int,
-    exact: bool,
+    scoped: bool,
     unrelated_similarity: float = 0.0,
     mode: str | None = None,
 ) -> list[list[Hit]]:
     """For each query, up to ``k`` rows of ``corpus`` matching ``where`` (which pins ``org_id``),
     best first, as (the row's returned columns, score).
 
-    An ``exact`` search scores every matching row: ``where`` must pin a user or a namespace.
+    A ``scoped`` search is one whose ``where`` pins a user or a namespace: while that scope has few
+    rows they are sorted exactly, beyond that the HNSW index finds the nearest.
     ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``).
     """
     settings = database.settings
@@ -303,19 +325,13 @@ async def find(
         vectors=vectors,
         texts=texts,
         k=k,
-        exact=exact,
+        scoped=scoped,
         mode=mode or settings.search_mode,
         settings=settings,
         unrelated_similarity=unrelated_similarity,
     )
-    if exact:
-        rows = await database.execute_one(search, read_only=True, org_id=org_id)
-    else:
-        async with database.transaction(read_only=True, org_id=org_id) as conn:
-            await conn.execute(
-                sql(conn, HNSW_OPTIONS), {"ef": str(max(settings.hnsw_ef_search, k, settings.search_candidates))}
-            )
-            rows = await run(conn, search)
+    # One statement in autocommit, whatever the scope: the HNSW options are set inside it.
+    rows = await database.execute_one(search, read_only=True, org_id=org_id)
     return hits(rows, len(texts))
 
 

@@ -265,7 +265,7 @@ class AsyncMemory:
             vectors=fact_vectors,
             texts=facts,
             k=SIMILAR_PER_FACT,
-            exact=bool(scope.user_id),
+            scoped=bool(scope.user_id),
             unrelated_similarity=unrelated_similarity(self.embedder),
         )
         existing: dict[str, dict[str, Any]] = {}
@@ -437,7 +437,7 @@ class AsyncMemory:
             vectors=[vector],
             texts=[query],
             k=top_k,
-            exact=filter_language.uses_user_scope(combined),
+            scoped=filter_language.uses_user_scope(combined),
             unrelated_similarity=unrelated_similarity(self.embedder),
         )
         found = [(row, score) for row, score in hits if threshold is None or score >= threshold]

@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
 from memora_pg import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore, PostgresGraphDB
+from memora_pg.migrations import MigrationOptions, upgrade
 
 
 @dataclass
@@ -56,17 +59,32 @@ def payload(
 
 
 class Explain(Executable, ClauseElement):
-    """EXPLAIN (FORMAT JSON) of a Core statement, with its parameters bound as usual."""
+    """EXPLAIN (FORMAT JSON) of a Core statement, with its parameters bound as usual; with ``analyze``,
+    the statement runs and the plan tells which nodes ran and how many rows each returned."""
 
     inherit_cache = False
 
-    def __init__(self, statement: Any) -> None:
+    def __init__(self, statement: Any, *, analyze: bool = False) -> None:
         self.statement = statement
+        self.analyze = analyze
 
 
 @compiles(Explain, "postgresql")
 def _compile_explain(element: Explain, compiler: Any, **kw: Any) -> str:
-    return "EXPLAIN (FORMAT JSON) " + str(compiler.process(element.statement, **kw))
+    options = "ANALYZE, FORMAT JSON" if element.analyze else "FORMAT JSON"
+    return f"EXPLAIN ({options}) " + str(compiler.process(element.statement, **kw))
+
+
+def executed_nodes(plan: str) -> list[dict[str, Any]]:
+    """Every node of an EXPLAIN (ANALYZE, FORMAT JSON) plan that ran (a branch gated off never does)."""
+    stack = [json.loads(plan)[0]["Plan"]]
+    nodes = []
+    while stack:
+        node = stack.pop()
+        if node.get("Actual Loops", 0) > 0:
+            nodes.append(node)
+        stack.extend(node.get("Plans", []))
+    return nodes
 
 
 def plan_nodes(plan: str) -> list[tuple[str, str | None, str | None]]:
@@ -78,3 +96,25 @@ def plan_nodes(plan: str) -> list[tuple[str, str | None, str | None]]:
         nodes.append((node["Node Type"], node.get("Index Name"), node.get("Relation Name")))
         stack.extend(node.get("Plans", []))
     return nodes
+
+
+async def seed_for_plans(url: str, seed: str, dimensions: int) -> None:
+    """Migrate ``url``, run the ``;``-separated ``seed`` statements without the HNSW index, then build the
+    index once (far faster than maintaining it per row) and analyze: a database for plan tests."""
+    engine = create_async_engine(url)
+    try:
+        await upgrade(engine, MigrationOptions(schema="memora", dimensions=dimensions))
+        async with engine.begin() as conn:
+            await conn.execute(text("DROP INDEX memora.ix_memories_embedding_hnsw"))
+            for statement in seed.split(";\n"):
+                if statement.strip():
+                    await conn.execute(text(statement))
+            await conn.execute(
+                text(
+                    "CREATE INDEX ix_memories_embedding_hnsw ON memora.memories "
+                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+                )
+            )
+            await conn.execute(text("ANALYZE memora.memories"))
+    finally:
+        await engine.dispose()

@@ -143,7 +143,8 @@ async def test_list_is_chronological(engine: AsyncEngine, settings: Settings) ->
 
 
 async def test_query_returns_the_most_similar_first_with_scores(engine: AsyncEngine, settings: Settings) -> None:
-    """Results are best first, each with its cosine similarity as metadata["score"] beside its own metadata."""
+    """Results are best first, each with its search score as metadata["score"] and its cosine similarity
+    as metadata["similarity"], beside its own metadata."""
     memory = make(engine, settings)
     await memory.add(text_content("the user drives a red car to work", topic="car"))
     await memory.add(text_content("the user loves green tea in the morning", topic="tea"))
@@ -157,7 +158,12 @@ async def test_query_returns_the_most_similar_first_with_scores(engine: AsyncEng
     assert all(isinstance(s, float) for s in scores)
     assert scores == sorted(scores, reverse=True)
     assert 0 < scores[0] <= 1
-    assert result.results[0].metadata == {"topic": "tea", "score": scores[0]}
+    first = result.results[0].metadata
+    assert first is not None
+    similarity = first["similarity"]
+    assert isinstance(similarity, float)
+    assert -1 <= similarity <= 1
+    assert result.results[0].metadata == {"topic": "tea", "score": scores[0], "similarity": similarity}
 
 
 async def test_an_identical_text_scores_one(engine: AsyncEngine, settings: Settings) -> None:
@@ -203,6 +209,27 @@ async def test_score_threshold_drops_weak_results(engine: AsyncEngine, settings:
     assert len((await strict.query("green tea", score_threshold=-1)).results) == 2
     loose = make(engine, settings)
     assert [m.content for m in (await loose.query("green tea", score_threshold=0.7)).results] == ["green tea"]
+
+
+async def test_thresholds_are_on_the_cosine_similarity_not_the_ranking_score(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    """score_threshold (a similarity) and distance_threshold (a cosine distance) keep what their vector
+    memories would keep: with the threshold between a hit's ranking score and its cosine similarity, the
+    hit stays exactly when its similarity reaches the threshold, whatever its score."""
+    memory = make(engine, settings)
+    await memory.add(text_content("the user likes green tea with breakfast"))
+    await memory.add(text_content("the user commutes by bicycle"))
+    for query in ("green tea", "bicycle commute", "what does the user drink"):
+        for hit in (await memory.query(query, score_threshold=None)).results:
+            assert hit.metadata is not None
+            score, similarity = hit.metadata["score"], hit.metadata["similarity"]
+            assert score != pytest.approx(similarity)  # the ranking fuses the cosine with the words
+            between = (score + similarity) / 2
+            by_score = [m.content for m in (await memory.query(query, score_threshold=between)).results]
+            by_distance = [m.content for m in (await memory.query(query, distance_threshold=1 - between)).results]
+            assert (hit.content in by_score) == (similarity >= between)
+            assert by_distance == by_score
 
 
 async def test_bytes_and_images_are_listed_but_never_queried(engine: AsyncEngine, settings: Settings) -> None:
@@ -609,7 +636,7 @@ async def test_queries_use_the_namespace_index(engine: AsyncEngine) -> None:
             vectors=[[0.1] * 384],
             texts=["entry 7"],
             k=5,
-            exact=True,
+            scoped=True,
             mode="hybrid",
             settings=Settings(),
         )

@@ -18,11 +18,10 @@ from memora_pg.db import with_vector_codec
 from memora_pg.graph import memories, search, versions
 from memora_pg.graph.filters import compile_filters
 from memora_pg.graph.search import nearest_statement, query_vectors, search_sql
-from memora_pg.migrations import MigrationOptions, upgrade
 from memora_pg.schema import memories as memories_table
 from memora_pg.statements import Statement
 from tests.conftest import _create_database, _drop_database
-from tests.integration.helpers import Explain, plan_nodes
+from tests.integration.helpers import Explain, executed_nodes, plan_nodes, seed_for_plans
 
 DIMENSIONS = 32
 USERS = 100
@@ -56,12 +55,19 @@ def _plan_text(plan: Any) -> str:
     return json.dumps(plan)
 
 
-async def _explain_core(engine: AsyncEngine, statement: Any, params: dict[str, Any] | None = None) -> str:
+async def _explain_core(
+    engine: AsyncEngine, statement: Any, params: dict[str, Any] | None = None, *, analyze: bool = False
+) -> str:
     async with engine.connect() as conn:
         await with_vector_codec(conn)
         await conn.execute(text("SET hnsw.iterative_scan = relaxed_order"))
         scoped = await conn.execution_options(schema_translate_map={None: "memora"})
-        return _plan_text((await scoped.execute(Explain(statement), params or {})).scalar())
+        return _plan_text((await scoped.execute(Explain(statement, analyze=analyze), params or {})).scalar())
+
+
+def _ran(plan: str) -> set[str | None]:
+    """The indexes the nodes that ran read (a branch gated off by the scope's size never runs)."""
+    return {node.get("Index Name") for node in executed_nodes(plan)}
 
 
 async def _explain(engine: AsyncEngine, statement: str, params: dict[str, Any]) -> str:
@@ -73,24 +79,7 @@ async def _explain(engine: AsyncEngine, statement: str, params: dict[str, Any]) 
 
 
 async def _seed(url: str, rows: int) -> None:
-    engine = create_async_engine(url)
-    try:
-        await upgrade(engine, MigrationOptions(schema="memora", dimensions=DIMENSIONS))
-        async with engine.begin() as conn:
-            # Bulk load without the HNSW index, then build it once: far faster than maintaining it per row.
-            await conn.execute(text("DROP INDEX memora.ix_memories_embedding_hnsw"))
-            for statement in SEED.format(users=USERS, dims=DIMENSIONS, rows=rows).split(";\n"):
-                if statement.strip():
-                    await conn.execute(text(statement))
-            await conn.execute(
-                text(
-                    "CREATE INDEX ix_memories_embedding_hnsw ON memora.memories "
-                    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-                )
-            )
-            await conn.execute(text("ANALYZE memora.memories"))
-    finally:
-        await engine.dispose()
+    await seed_for_plans(url, SEED.format(users=USERS, dims=DIMENSIONS, rows=rows), DIMENSIONS)
 
 
 @pytest.fixture(scope="module", params=[500, 20_000], ids=["small", "large"])
@@ -131,7 +120,7 @@ def _search(*, user: bool, mode: str) -> Statement:
         vectors=[[0.1] * DIMENSIONS],
         texts=["memory number 7"],
         k=10,
-        exact=user,
+        scoped=user,
         mode=mode,
         settings=Settings(),
     )
@@ -139,11 +128,13 @@ def _search(*, user: bool, mode: str) -> Statement:
 
 @pytest.mark.parametrize("mode", ["hybrid", "dense"])
 async def test_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine, mode: str) -> None:
-    """User-scoped search finds the user's rows by (org_id, user_id) and scores them all, exactly."""
+    """A user of few rows: the search finds them by (org_id, user_id) and sorts them exactly; the
+    branch for a large scope, by the HNSW index, never runs."""
     statement = _search(user=True, mode=mode)
-    plan = await _explain_core(seeded, statement.sql, statement.params)
-    assert "ix_memories_user_" in plan
-    assert "ix_memories_embedding_hnsw" not in plan
+    plan = await _explain_core(seeded, statement.sql, statement.params, analyze=True)
+    ran = _ran(plan)
+    assert any((index or "").startswith("ix_memories_user_") for index in ran)
+    assert "ix_memories_embedding_hnsw" not in ran
 
 
 async def test_upstream_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine) -> None:
@@ -159,8 +150,8 @@ async def test_upstream_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEn
 async def test_organization_search_uses_hnsw_at_scale(seeded: AsyncEngine, scale: tuple[str, int], mode: str) -> None:
     """Organization-wide search walks the HNSW index at scale; a small table is sorted exactly, which is cheaper."""
     statement = _search(user=False, mode=mode)
-    plan = await _explain_core(seeded, statement.sql, statement.params)
-    uses_hnsw = "ix_memories_embedding_hnsw" in plan
+    plan = await _explain_core(seeded, statement.sql, statement.params, analyze=True)
+    uses_hnsw = "ix_memories_embedding_hnsw" in _ran(plan)
     assert uses_hnsw == (scale[1] >= 10_000)
 
 
@@ -209,30 +200,32 @@ async def test_filtered_vector_search_plans(seeded: AsyncEngine, scale: tuple[st
     user_scoped = nearest_statement(
         where=user_scoped_where.sql(),
         k=10,
-        exact=True,
+        scoped=True,
         queries=queries,
     )
-    nodes = plan_nodes(await _explain_core(seeded, user_scoped, {**params, **user_scoped_where.params}))
-    assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
-    assert all(index != "ix_memories_embedding_hnsw" for _, index, _ in nodes)
+    ran = _ran(
+        await _explain_core(seeded, user_scoped, {**params, **user_scoped_where.params, "ef": "40"}, analyze=True)
+    )
+    assert any((index or "").startswith("ix_memories_user_") for index in ran)
+    assert "ix_memories_embedding_hnsw" not in ran
     selective_where = search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "rare"}))
     selective = nearest_statement(
         where=selective_where.sql(),
         k=10,
-        exact=False,
+        scoped=False,
         queries=queries,
     )
-    nodes = plan_nodes(await _explain_core(seeded, selective, {**params, **selective_where.params}))
+    nodes = plan_nodes(await _explain_core(seeded, selective, {**params, **selective_where.params, "ef": "40"}))
     if scale[1] >= 10_000:
         assert ("Bitmap Index Scan", "ix_memories_metadata", None) in nodes
     broad_where = search.memories_where("org", also=compile_filters({"agent_id": "agent", "category": "common"}))
     broad = nearest_statement(
         where=broad_where.sql(),
         k=10,
-        exact=False,
+        scoped=False,
         queries=queries,
     )
-    nodes = plan_nodes(await _explain_core(seeded, broad, {**params, **broad_where.params}))
+    nodes = plan_nodes(await _explain_core(seeded, broad, {**params, **broad_where.params, "ef": "40"}))
     if scale[1] >= 10_000:
         assert ("Index Scan", "ix_memories_embedding_hnsw", "memories") in nodes
 
@@ -308,10 +301,11 @@ async def test_as_of_user_search_uses_the_user_btree(seeded: AsyncEngine, scale:
         vectors=[[0.1] * DIMENSIONS],
         texts=["memory number 7"],
         k=10,
-        exact=True,
+        scoped=True,
         mode="hybrid",
         settings=Settings(),
     )
-    nodes = plan_nodes(await _explain_core(seeded, statement.sql, statement.params))
-    assert ("Seq Scan", None, "memories") not in nodes
-    assert any((index or "").startswith("ix_memories_user_") for _, index, _ in nodes)
+    plan = await _explain_core(seeded, statement.sql, statement.params, analyze=True)
+    ran = executed_nodes(plan)
+    assert not any(node["Node Type"] == "Seq Scan" and node.get("Relation Name") == "memories" for node in ran)
+    assert any((node.get("Index Name") or "").startswith("ix_memories_user_") for node in ran)

@@ -1,0 +1,159 @@
+"""The default search costs what its candidates cost, not what the user's rows cost (EXPLAIN ANALYZE).
+
+One user holds 10,000 memories (interactions of 10), another 40 memories of no interaction. With the
+HNSW index, the large user's search walks the index and reads the full-text vectors and embeddings
+of a bounded number of rows; the small user's rows are sorted exactly. Both find the neighbours of
+their candidates by key, and set the HNSW options inside the statement, for it alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memora_pg import MemorySearchScope, PgVectorDB, Settings
+from memora_pg.db import with_vector_codec
+from memora_pg.graph import ranking, search
+from tests.conftest import _create_database, _drop_database
+from tests.integration.helpers import Explain, executed_nodes, seed_for_plans
+
+DIMENSIONS = 32
+LARGE = 10_000
+SMALL = 40
+
+SEED = """
+INSERT INTO memora.organizations (org_id, org_name) VALUES ('org', 'Acme');
+INSERT INTO memora.users (org_id, user_id, user_name) VALUES ('org', 'large', 'Large'), ('org', 'small', 'Small');
+INSERT INTO memora.agents (org_id, agent_id, agent_label) VALUES ('org', 'agent', 'Agent');
+INSERT INTO memora.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
+SELECT 'org', 'i' || g, 'large', 'agent', now(), now() FROM generate_series(0, {large} / 10 - 1) AS g;
+INSERT INTO memora.memories
+    (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, embedding, search_text)
+SELECT 'org', md5('large' || g)::uuid, 'large', 'agent', 'i' || (g / 10), words, now(),
+       (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, {dims}) AS d)::vector,
+       memora.to_search_text(words)
+FROM generate_series(0, {large} - 1) AS g,
+     LATERAL (SELECT 'the user talked about ' || (ARRAY['tea', 'chess', 'lisbon', 'music', 'cycling'])[g % 5 + 1]
+                     || CASE WHEN g % 2000 = 7 THEN ' and a zeppelin' ELSE '' END AS words) AS t;
+INSERT INTO memora.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
+SELECT 'org', md5('small' || g)::uuid, 'small', 'agent', 'a small note about tea number ' || g, now(),
+       (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, {dims}) AS d)::vector,
+       memora.to_search_text('a small note about tea number ' || g)
+FROM generate_series(1, {small}) AS g;
+ANALYZE memora.memories;
+"""
+
+
+async def _seed(url: str) -> None:
+    await seed_for_plans(url, SEED.format(large=LARGE, small=SMALL, dims=DIMENSIONS), DIMENSIONS)
+
+
+@pytest.fixture(scope="module")
+def seeded_url(server_url: str) -> Iterator[str]:
+    name = f"memora_cost_{uuid.uuid4().hex[:8]}"
+    url = asyncio.run(_create_database(server_url, name))
+    asyncio.run(_seed(url))
+    yield url
+    asyncio.run(_drop_database(server_url, name))
+
+
+@pytest.fixture
+async def seeded(seeded_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_async_engine(seeded_url, pool_size=1, max_overflow=0)
+    yield engine
+    await engine.dispose()
+
+
+def _statement(user: str, query: str, mode: str = "hybrid") -> Any:
+    return search.statement(
+        search.MEMORIES,
+        schema="memora",
+        where=search.memories_where("org", user_id=user),
+        vectors=[[0.1] * DIMENSIONS],
+        texts=[query],
+        k=10,
+        scoped=True,
+        mode=mode,
+        settings=Settings(),
+    )
+
+
+async def _analyze(engine: AsyncEngine, statement: Any) -> list[dict[str, Any]]:
+    async with engine.connect() as conn:
+        await with_vector_codec(conn)
+        scoped = await conn.execution_options(schema_translate_map={None: "memora"})
+        plan = (await scoped.execute(Explain(statement.sql, analyze=True), statement.params)).scalar()
+    return executed_nodes(json.dumps(plan))
+
+
+def _memories_scans(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    scans = ("Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan")
+    return [n for n in nodes if n["Node Type"] in scans and n.get("Relation Name") == "memories"]
+
+
+@pytest.mark.parametrize("query", ["what did the user say about tea", "the zeppelin", "talked about chess and music"])
+async def test_a_large_users_search_reads_a_bounded_number_of_rows(seeded: AsyncEngine, query: str) -> None:
+    """10,000 memories of one user, HNSW present: the nearest come from the index, and no step reads more
+    than the bounded counts (the scope's size, a common word's rows); in all, far fewer rows than the user's."""
+    nodes = await _analyze(seeded, _statement("large", query))
+    indexes = {n.get("Index Name") for n in nodes}
+    assert "ix_memories_embedding_hnsw" in indexes
+    # The exact sort of the user's rows (the branch for a small scope) never ran.
+    assert not any(n["Node Type"] == "Sort" and n.get("Actual Rows", 0) * n["Actual Loops"] >= LARGE for n in nodes)
+    scans = _memories_scans(nodes)
+    read = [n["Actual Rows"] * n["Actual Loops"] for n in scans]
+    assert max(read) <= ranking.EXACT_ROWS + 1
+    assert sum(read) <= LARGE // 2, read
+    # The neighbours of the candidates, each by one probe of the interaction's write order.
+    assert "ix_memories_interaction_seq" in indexes
+
+
+async def test_a_small_users_search_sorts_its_rows_and_probes_unattached_neighbours(seeded: AsyncEngine) -> None:
+    """40 memories of no interaction: sorted exactly by the user's btree (the HNSW branch never runs),
+    their neighbours found among the user's memories of no interaction by the partial index."""
+    nodes = await _analyze(seeded, _statement("small", "a note about tea"))
+    indexes = {n.get("Index Name") for n in nodes}
+    assert "ix_memories_embedding_hnsw" not in indexes
+    assert "ix_memories_unattached_seq" in indexes
+    assert any((index or "").startswith("ix_memories_user_") for index in indexes)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+async def test_a_large_users_search_fills_its_hits_and_leaves_the_session_as_it_was(
+    seeded: AsyncEngine, mode: str
+) -> None:
+    """The HNSW options are set inside the statement: the index scan returns every hit asked for (iterative
+    scans, ef_search at least the candidates), and the pooled connection's own settings are untouched."""
+    store = PgVectorDB(seeded, settings=Settings(db_schema="memora", search_mode=mode), embedder=_FixedEmbedder())
+    try:
+        hits = await store.search_memory("the user talked about tea", MemorySearchScope.USER, "org", "large")
+        assert len(hits) == 10
+        assert all(memory.user_id == "large" for memory, _ in hits)
+        async with seeded.connect() as conn:
+            settings = (
+                await conn.execute(
+                    text("SELECT current_setting('hnsw.ef_search'), current_setting('hnsw.iterative_scan')")
+                )
+            ).one()
+        assert tuple(settings) == ("40", "off")
+    finally:
+        await store.close()
+
+
+class _FixedEmbedder:
+    """A query vector of the seeded dimension (the rows' vectors are random)."""
+
+    dimensions = DIMENSIONS
+
+    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[0.1] * DIMENSIONS for _ in texts]
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[0.1] * DIMENSIONS for _ in texts]

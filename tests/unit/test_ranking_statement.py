@@ -1,0 +1,56 @@
+"""The hybrid statement as compiled: its constants in its text, the call's values bound, no table read
+in full by construction (the candidates' rules)."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.dialects import postgresql
+
+from memora_pg import Settings
+from memora_pg.graph import ranking, search
+
+
+def _compiled(scoped: bool, mode: str = "hybrid") -> tuple[str, set[str]]:
+    statement = search.statement(
+        search.MEMORIES,
+        schema="memora",
+        where=search.memories_where("org", user_id="u1" if scoped else None),
+        vectors=[[0.1] * 4],
+        texts=["green tea"],
+        k=10,
+        scoped=scoped,
+        mode=mode,
+        settings=Settings(),
+    )
+    compiled = statement.sql.compile(dialect=postgresql.asyncpg.dialect())  # type: ignore[union-attr]
+    return compiled.string, set(compiled.params)
+
+
+@pytest.mark.parametrize("scoped", [True, False])
+def test_the_statement_binds_only_the_calls_values(scoped: bool) -> None:
+    """Limits and weights are written into the text (the planner sees a LIMIT's value); what is bound is
+    the queries, the condition's values and the HNSW search width."""
+    sql, bound = _compiled(scoped)
+    expected = {"query_nos", "embeddings", "queries", "where_org_id", "ef"}
+    assert bound == (expected | {"where_user_id"} if scoped else expected)
+    assert f"LIMIT {ranking.RARITY_ROWS + 1}" in sql
+    assert "LIMIT 30" in sql  # three nearest rows per hit of the ten asked for
+
+
+def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
+    """A user's search sorts exactly up to EXACT_ROWS rows (the "+ 0" hides the order from HNSW) and walks
+    the index beyond, both gated by the one bounded count; a search of a whole organization has the index."""
+    scoped, _ = _compiled(True)
+    assert f"LIMIT {ranking.EXACT_ROWS + 1}" in scoped
+    assert "+ 0" in scoped
+    assert scoped.count("set_config") == 2
+    organization, _ = _compiled(False)
+    assert "+ 0" not in organization
+    assert "set_config" in organization
+
+
+@pytest.mark.parametrize(
+    ("k", "candidates", "nearest"), [(10, 150, 30), (20, 150, 60), (80, 150, 150), (200, 150, 200)]
+)
+def test_nearest_rows_are_three_per_hit_within_the_candidates(k: int, candidates: int, nearest: int) -> None:
+    assert ranking.nearest_count(k, candidates) == nearest
