@@ -259,13 +259,16 @@ def nearest_branches(
     (iterative scans, so a selective condition still fills the list); for a search of a scope whose
     ``size`` (:func:`scope_rows`) is at most :data:`EXACT_ROWS`, by an exact sort of the scope's rows
     instead (found by its btree; ties by write order). The two are branches of one statement, one of
-    them gated off by the size, so each call runs one. Without a ``size``, the index alone."""
-    by_index = select(*columns).where(searchable, hnsw_options()).order_by(distance).limit(number(limit))
+    them gated off by the size, so each call runs one. Without a ``size``, the index alone. Each branch
+    also returns the ``distance``, computed once per row (its sort key is that column)."""
+    indexed = distance.label("distance")
+    by_index = select(*columns, indexed).where(searchable, hnsw_options()).order_by(indexed).limit(number(limit))
     if size is None:
         return [by_index]
     small = select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
     # "+ 0" hides the ordering from the HNSW index: the scope's rows are sorted.
-    exact = select(*columns).where(searchable, small).order_by(distance + number(0), seq).limit(number(limit))
+    sorted_ = (distance + number(0)).label("distance")
+    exact = select(*columns, sorted_).where(searchable, small).order_by(sorted_, seq).limit(number(limit))
     return [exact, by_index.where(small.is_(False))]
 
 
@@ -575,7 +578,7 @@ def dense_statement(corpus: Corpus, *, schema: str, where: ColumnElement[bool], 
     distance = corpus.c("embedding").cosine_distance(queries.c.embedding)
     searchable = and_(where, corpus.c("embedding").is_not(None))
     branches = nearest_branches(
-        [(number(1) - distance).label("score"), *(corpus.c(name) for name in corpus.returned)],
+        [corpus.c(name) for name in corpus.returned],
         searchable=searchable,
         distance=distance,
         seq=corpus.c("seq"),
@@ -585,11 +588,12 @@ def dense_statement(corpus: Corpus, *, schema: str, where: ColumnElement[bool], 
     per_query = []
     for i, branch in enumerate(branches):
         nearest = branch.lateral(f"nearest_{i}")
+        similarity = number(1) - nearest.c.distance
         per_query.append(
             select(
                 queries.c.query_no,
-                nearest.c.score,
-                nearest.c.score.label("cosine"),
+                similarity.label("score"),
+                similarity.label("cosine"),
                 *(nearest.c[n] for n in corpus.returned),
             ).select_from(queries.join(nearest, true()))
         )

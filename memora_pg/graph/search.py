@@ -73,7 +73,7 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scop
     distance = memories.c.embedding.cosine_distance(query)
     searchable = and_(memories.c.embedding.is_not(None), where)
     branches = ranking.nearest_branches(
-        [*(memories.c[name] for name in MEMORIES.returned), (1 - distance).label("score")],
+        [memories.c[name] for name in MEMORIES.returned],
         searchable=searchable,
         distance=distance,
         seq=memories.c.seq,
@@ -83,7 +83,9 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scop
     # Inside a LATERAL of several queries the branches take the query's vector from outside.
     branches = [branch.correlate_except(memories) for branch in branches]
     found = union_all(*branches).subquery("found") if len(branches) > 1 else branches[0].subquery("found")
-    return select(found, found.c.score.label("cosine")).order_by(found.c.score.desc())
+    similarity = ranking.number(1) - found.c.distance
+    returned = [found.c[name] for name in MEMORIES.returned]
+    return select(*returned, similarity.label("score"), similarity.label("cosine")).order_by(found.c.distance)
 
 
 def nearest_statement(*, where: ColumnElement[bool], k: int, scoped: bool, queries: int) -> Select[Any]:
