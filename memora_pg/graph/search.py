@@ -262,8 +262,9 @@ def statement(
         built = _build(corpus, schema, where.sql(), k, scoped, dense, weights, len(vectors) if dense else 0)
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
-    # The HNSW scan's search width: at least the rows it is asked for.
-    ef = max(settings.hnsw_ef_search, k, settings.search_candidates)
+    # The HNSW scan's search width: the setting's, or the rows it is asked for if more.
+    nearest = k if dense else ranking.nearest_count(k, settings.search_candidates)
+    ef = max(settings.hnsw_ef_search, nearest)
     return Statement(built, {**params, **where.params, "ef": str(ef)})
 
 
