@@ -131,6 +131,14 @@ def number(value: float) -> ColumnElement[Any]:
     return literal_column(f"CAST({float(value)!r} AS double precision)", Float)
 
 
+def similarity(distance: ColumnElement[Any]) -> ColumnElement[Any]:
+    """The cosine similarity of a cosine ``distance``; 0 where pgvector's distance is NaN (a zero vector,
+    as an embedder may give a text of no words), so that no NaN reaches a score or a threshold."""
+    return func.coalesce(
+        func.nullif(number(1) - distance, literal_column("CAST('NaN' AS double precision)")), number(0.0)
+    )
+
+
 # One row per query: its number, its vector, its terms (the schema's full-text rule) and the
 # tsquery matching any of them (a sparse retriever's "any word", not a phrase).
 QUERIES = """
@@ -171,14 +179,24 @@ def _neighbourhood(corpus: Corpus) -> ColumnElement[Any]:
     return func.coalesce(attached, literal_column("'u:'", Text) + corpus.c(corpus.unattached)).label("neighbourhood")
 
 
-def _neighbours(corpus: Corpus, query_no: ColumnElement[Any]) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
+def _neighbours(
+    seq: ColumnElement[Any], neighbourhood: ColumnElement[Any], query_no: ColumnElement[Any]
+) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
     """The write order of the rows just before and after each row of the same neighbourhood, per query."""
-    seq = corpus.c("seq")
-    by = [query_no, _neighbourhood(corpus)]
+    by = [query_no, neighbourhood]
     return (
         func.lag(seq).over(partition_by=by, order_by=seq).label("prev_seq"),
         func.lead(seq).over(partition_by=by, order_by=seq).label("next_seq"),
     )
+
+
+def _by_key(corpus: Corpus, row_id: ColumnElement[Any], *columns: Any, name: str) -> Any:
+    """The row of ``row_id`` (a column of an outer query: a row the search's condition chose), found
+    by its primary key ``(org_id, id)`` alone: a LATERAL lookup that no other index can serve, whatever
+    the planner knows of the table (with no statistics, a join of the candidates with the scope's rows
+    was planned as a scan of the user's index per candidate)."""
+    key = and_(corpus.c("org_id") == bindparam("where_org_id"), corpus.c(corpus.id_column) == row_id)
+    return select(*columns).where(key).lateral(name)
 
 
 def _neighbour_probes(corpus: Corpus, searchable: ColumnElement[bool], found: CTE) -> list[Select[Any]]:
@@ -331,39 +349,47 @@ def _candidates(
     chosen = union(*arms).cte("candidates")
     # The candidates' neighbours join them, so that each candidate's neighbour terms and scores are
     # those of the rows around it, found by key (never by reading the scope's rows in order).
+    own = _by_key(
+        corpus,
+        chosen.c.row_id,
+        corpus.c("seq"),
+        (corpus.c(corpus.neighbourhood) if corpus.neighbourhood else null().cast(Text)).label("attached"),
+        (corpus.c(corpus.unattached) if corpus.unattached else null().cast(Text)).label("unattached"),
+        name="own",
+    )
     found = (
-        select(
-            chosen.c.query_no,
-            corpus.c("seq"),
-            (corpus.c(corpus.neighbourhood) if corpus.neighbourhood else null().cast(Text)).label("attached"),
-            (corpus.c(corpus.unattached) if corpus.unattached else null().cast(Text)).label("unattached"),
-        )
-        .select_from(chosen.join(corpus.table, and_(where, row_id == chosen.c.row_id)))
+        select(chosen.c.query_no, own.c.seq, own.c.attached, own.c.unattached)
+        .select_from(chosen.join(own, true()))
         .cte("found")
     )
     around = union(select(chosen.c.query_no, chosen.c.row_id), *_neighbour_probes(corpus, searchable, found)).cte(
         "around"
     )
-    chosen = around
-    prev_seq, next_seq = _neighbours(corpus, chosen.c.query_no)
+    row = _by_key(
+        corpus,
+        around.c.row_id,
+        row_id.label("row_id"),
+        _neighbourhood(corpus),
+        corpus.c("seq"),
+        search_text,
+        embedding,
+        name="scored",
+    )
+    prev_seq, next_seq = _neighbours(row.c.seq, row.c.neighbourhood, around.c.query_no)
     scope = (
         select(
-            chosen.c.query_no,
-            chosen.c.row_id,
-            _neighbourhood(corpus),
-            corpus.c("seq"),
+            around.c.query_no,
+            row.c.row_id,
+            row.c.neighbourhood,
+            row.c.seq,
             prev_seq,
             next_seq,
-            search_text,
+            row.c.search_text,
             queries.c.lexemes,
-            search_text.op("@@")(queries.c.any_term).label("matches"),
-            (number(1) - embedding.cosine_distance(queries.c.embedding)).label("cosine"),
+            row.c.search_text.op("@@")(queries.c.any_term).label("matches"),
+            similarity(row.c.embedding.cosine_distance(queries.c.embedding)).label("cosine"),
         )
-        .select_from(
-            chosen.join(queries, queries.c.query_no == chosen.c.query_no).join(
-                corpus.table, and_(where, row_id == chosen.c.row_id)
-            )
-        )
+        .select_from(around.join(queries, queries.c.query_no == around.c.query_no).join(row, true()))
         .cte("scope")
     )
     return Candidates(scope, rarity, size)
@@ -381,8 +407,9 @@ def statement(
     """Up to ``k`` rows per query, best first: ``query_no``, ``score``, ``cosine`` and the corpus's
     returned columns.
 
-    ``where`` must pin the organization; ``scoped`` says it also pins a user or a namespace (whose
-    rows may then be few enough to sort exactly). Takes :func:`query_params`' parameters and ``ef``.
+    ``where`` must pin the organization (as ``:where_org_id``, which the lookups by key reuse);
+    ``scoped`` says it also pins a user or a namespace (whose rows may then be few enough to sort
+    exactly). Takes :func:`query_params`' parameters and ``ef``.
     """
     queries = _queries(schema)
     chosen = _candidates(
@@ -552,8 +579,8 @@ def statement(
             .label("place"),
         )
     ).cte("ranked")
-    hit = corpus.table
     # The hits by their key (the candidates know it), never by the write order, which no index holds.
+    hit = _by_key(corpus, scope.c.row_id, *(corpus.c(name) for name in corpus.returned), name="hit")
     return (
         select(
             ranked.c.query_no,
@@ -563,7 +590,7 @@ def statement(
         )
         .select_from(
             ranked.join(scope, and_(scope.c.query_no == ranked.c.query_no, scope.c.seq == ranked.c.seq)).join(
-                hit, and_(where, hit.c[corpus.id_column] == scope.c.row_id)
+                hit, true()
             )
         )
         .where(ranked.c.place <= number(k))
@@ -588,12 +615,12 @@ def dense_statement(corpus: Corpus, *, schema: str, where: ColumnElement[bool], 
     per_query = []
     for i, branch in enumerate(branches):
         nearest = branch.lateral(f"nearest_{i}")
-        similarity = number(1) - nearest.c.distance
+        cosine = similarity(nearest.c.distance)
         per_query.append(
             select(
                 queries.c.query_no,
-                similarity.label("score"),
-                similarity.label("cosine"),
+                cosine.label("score"),
+                cosine.label("cosine"),
                 *(nearest.c[n] for n in corpus.returned),
             ).select_from(queries.join(nearest, true()))
         )

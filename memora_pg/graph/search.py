@@ -83,7 +83,7 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scop
     # Inside a LATERAL of several queries the branches take the query's vector from outside.
     branches = [branch.correlate_except(memories) for branch in branches]
     found = union_all(*branches).subquery("found") if len(branches) > 1 else branches[0].subquery("found")
-    similarity = ranking.number(1) - found.c.distance
+    similarity = ranking.similarity(found.c.distance)
     returned = [found.c[name] for name in MEMORIES.returned]
     return select(*returned, similarity.label("score"), similarity.label("cosine")).order_by(found.c.distance)
 

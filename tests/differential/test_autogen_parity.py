@@ -126,10 +126,17 @@ async def test_postgres_query_empty_returns_nothing(pg_memory: PostgresMemory) -
 
 
 async def test_zero_vector_score_not_nan(pg_memory: PostgresMemory) -> None:
-    """A zero-vector embedding (no words) never yields a NaN score that slips through score_threshold."""
+    """A zero-vector embedding (no words) never yields a NaN score or similarity that slips through
+    score_threshold (a threshold on the similarity)."""
     await pg_memory.add(MemoryContent(content="!!!", mime_type=MemoryMimeType.TEXT))
+    everything = (await pg_memory.query("???", score_threshold=None)).results
+    assert everything
+    for content in everything:
+        assert content.metadata is not None
+        assert not math.isnan(content.metadata["score"])
+        assert not math.isnan(content.metadata["similarity"])
     found = (await pg_memory.query("???", score_threshold=0.5)).results
-    assert all(not math.isnan(c.metadata["score"]) and c.metadata["score"] >= 0.5 for c in found)
+    assert all(c.metadata is not None and c.metadata["similarity"] >= 0.5 for c in found)
 
 
 async def test_query_aliases(pg_memory: PostgresMemory) -> None:
