@@ -149,7 +149,7 @@ class Settings(BaseSettings):
         ge=1,
         le=10_000,
         description="A query word held by at most this many of the searched rows brings them all as candidates "
-        "of the hybrid search; the nearest rows it scores are at most this many too (3 per hit asked for).",
+        "of the hybrid search; the nearest rows it scores are at most this many too (30, or the hits asked for).",
     )
     search_top_k: int = Field(default=10, ge=1, le=1000, description="Hits per query of the Memora vector DB.")
     row_level_security: bool = Field(

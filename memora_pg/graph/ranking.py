@@ -24,7 +24,7 @@ the same user's, or the same AutoGen scope's).
 
 **Candidates** (:func:`_candidates`), for each query:
 
-* the nearest rows, three per hit asked for (:func:`nearest_branches`): an exact sort of the
+* the nearest rows, :data:`NEAREST_ROWS` or the hits asked for (:func:`nearest_branches`): an exact sort of the
   scope's rows while the scope (a user, a namespace) has at most :data:`EXACT_ROWS`, else the
   HNSW index with iterative scans, its options set inside the statement (:func:`hnsw_options`);
 * every row holding a query word that at most ``candidates`` of the searched rows hold, found by
@@ -235,14 +235,15 @@ EXACT_ROWS = 2000
 # How far the scope's rows holding a query term are counted: the document frequency of the term's
 # rarity weight, exact up to this count.
 RARITY_ROWS = 600
-# The nearest rows a search scores per hit it returns (at most ``Weights.candidates``, at least the hits):
-# with the rows around each candidate scored too, more nearest rows changed no LoCoMo hit.
-NEAREST_PER_HIT = 3
+# The nearest rows a search scores: this many, or the hits asked for if more (and at most
+# ``Weights.candidates`` beyond those). With the rows around each candidate scored too, more nearest
+# rows changed no LoCoMo hit, for 10 hits or for 20.
+NEAREST_ROWS = 30
 
 
 def nearest_count(k: int, candidates: int) -> int:
     """How many nearest rows a search of ``k`` hits scores."""
-    return max(k, min(candidates, NEAREST_PER_HIT * k))
+    return max(k, min(candidates, NEAREST_ROWS))
 
 
 def hnsw_options() -> ColumnElement[bool]:

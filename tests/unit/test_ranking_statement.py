@@ -34,7 +34,7 @@ def test_the_statement_binds_only_the_calls_values(scoped: bool) -> None:
     expected = {"query_nos", "embeddings", "queries", "where_org_id", "ef"}
     assert bound == (expected | {"where_user_id"} if scoped else expected)
     assert f"LIMIT {ranking.RARITY_ROWS + 1}" in sql
-    assert "LIMIT 30" in sql  # three nearest rows per hit of the ten asked for
+    assert f"LIMIT {ranking.NEAREST_ROWS}" in sql
 
 
 def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
@@ -50,7 +50,7 @@ def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
 
 
 @pytest.mark.parametrize(
-    ("k", "candidates", "nearest"), [(10, 150, 30), (20, 150, 60), (80, 150, 150), (200, 150, 200)]
+    ("k", "candidates", "nearest"), [(10, 150, 30), (20, 150, 30), (80, 150, 80), (200, 150, 200), (10, 20, 20)]
 )
-def test_nearest_rows_are_three_per_hit_within_the_candidates(k: int, candidates: int, nearest: int) -> None:
+def test_nearest_rows_are_thirty_or_the_hits_asked_for(k: int, candidates: int, nearest: int) -> None:
     assert ranking.nearest_count(k, candidates) == nearest
