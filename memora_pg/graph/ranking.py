@@ -117,6 +117,10 @@ class Corpus:
     neighbourhood: str | None
     returned: tuple[str, ...]
     unattached: str | None = None
+    # The columns before ``seq`` of the index that finds a row's neighbours when there is no
+    # ``neighbourhood``: a probe orders by them too, so that the index delivers its order even where
+    # the scope pins them with IS NULL (which the planner does not take as fixing a column's value).
+    order_prefix: tuple[str, ...] = ()
 
     def c(self, name: str) -> ColumnElement[Any]:
         found: ColumnElement[Any] = self.table.c[name]
@@ -215,12 +219,13 @@ def _neighbour_probes(corpus: Corpus, searchable: ColumnElement[bool], found: CT
         alternatives = [and_(found.c.attached.is_not(None), own == found.c.attached), and_(*unattached)]
     probes = []
     for before in (True, False):
-        side, order = (seq < found.c.seq, seq.desc()) if before else (seq > found.c.seq, seq)
+        side = seq < found.c.seq if before else seq > found.c.seq
+        order = [corpus.c(name) for name in corpus.order_prefix] + [seq]
         for i, alternative in enumerate(alternatives):
             neighbour = (
                 select(corpus.c(corpus.id_column).label("row_id"))
                 .where(searchable, alternative, side)
-                .order_by(order)
+                .order_by(*(column.desc() for column in order) if before else order)
                 .limit(number(1))
                 .lateral(f"{'before' if before else 'after'}_{i}")
             )

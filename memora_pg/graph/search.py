@@ -230,7 +230,11 @@ def autogen_where(scope: autogen_contents_rows.Scope, *, as_of: datetime | None 
 
 # The AutoGen protocol's entries, ranked the same way within a namespace (neighbours by write order).
 AUTOGEN_CONTENTS = ranking.Corpus(
-    autogen_contents, id_column="content_id", neighbourhood=None, returned=autogen_contents_rows.RETURNED
+    autogen_contents,
+    id_column="content_id",
+    neighbourhood=None,
+    returned=autogen_contents_rows.RETURNED,
+    order_prefix=("org_id", "namespace", "user_id", "agent_id"),  # ix_autogen_contents_namespace
 )
 
 # The HNSW options of upstream mode's search over a whole organization, for its transaction only:

@@ -33,7 +33,7 @@ from memora_pg.embeddings import HashEmbedder, LocalEmbedder
 from memora_pg.graph import autogen_contents as contents
 from memora_pg.graph import search
 from memora_pg.graph.autogen_contents import MAX_BYTES, MAX_TEXT_CHARS
-from tests.integration.helpers import Explain, plan_nodes, world
+from tests.integration.helpers import Explain, executed_nodes, plan_nodes, world
 
 # A 1x1 PNG (red), small enough to inline.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC")
@@ -643,7 +643,11 @@ async def test_queries_use_the_namespace_index(engine: AsyncEngine) -> None:
         async with engine.connect() as conn:
             await with_vector_codec(conn)
             scoped = await conn.execution_options(schema_translate_map={None: "memora"})
-            plan = json.dumps((await scoped.execute(Explain(statement.sql), statement.params)).scalar())
+            plan = json.dumps((await scoped.execute(Explain(statement.sql, analyze=True), statement.params)).scalar())
         nodes = plan_nodes(plan)
         assert any(index == "ix_autogen_contents_namespace" for _, index, _ in nodes)
         assert ("Seq Scan", None, "autogen_contents") not in nodes
+        # Each neighbour probe reads the index in write order: no sort of the scope's earlier rows by seq alone.
+        sorts = [n["Sort Key"] for n in executed_nodes(plan) if n["Node Type"] == "Sort"]
+        probes = [keys for keys in sorts if all("autogen_contents" in key and ".seq" in key for key in keys)]
+        assert not probes, sorts
