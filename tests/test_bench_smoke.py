@@ -26,15 +26,17 @@ FIGURES = (
     ("hnsw", "bulk import of 500 memories (memora_pg.ops.transfer.import_)"),
     ("", "fetch_user_memories_resolved_batch, 25 ids, chains of depth 10"),
     ("", "get_all_user_interactions, page of 50 with messages and memories"),
-    ("exact", "user-scoped search, PgVectorDB.search_memory, USER scope, dense"),
-    ("hnsw", "user-scoped search, PgVectorDB.search_memory, USER scope, dense"),
-    ("hnsw", "user-scoped search, AsyncMemory.search (mem0-style), user filter"),
-    ("hnsw", "user-scoped search, PgVectorDB.search_memory, USER scope, hybrid (the default mode)"),
+    ("exact", "user-scoped search, PgVectorDB.search_memory, USER scope, default (hybrid)"),
+    ("exact", "user-scoped search, PgVectorDB.search_memory, USER scope, dense mode"),
+    ("hnsw", "user-scoped search, PgVectorDB.search_memory, USER scope, dense mode"),
+    ("hnsw", "user-scoped search, AsyncMemory.search (mem0-style), user filter, default (hybrid)"),
+    ("hnsw", "user-scoped search, PgVectorDB.search_memory, USER scope, default (hybrid)"),
     ("hnsw", "user-scoped search, raw post-filtered HNSW (WHERE user … ORDER BY embedding <=> q LIMIT 10)"),
     ("exact", "organization-scoped search, PgVectorDB.search_memory, ORGANIZATION scope, dense (ef_search 100)"),
     ("hnsw", "organization-scoped search, PgVectorDB.search_memory, ORGANIZATION scope, dense (ef_search 100)"),
-    ("exact", "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search"),
-    ("hnsw", "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search"),
+    ("hnsw", "organization-scoped search, PgVectorDB.search_memory, ORGANIZATION scope, default (hybrid)"),
+    ("exact", "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search, default (hybrid)"),
+    ("hnsw", "metadata-filtered search (filter keeps 1% of a user's rows), AsyncMemory.search, default (hybrid)"),
 )
 
 
@@ -79,6 +81,6 @@ async def test_suite_at_500_memories_prints_every_figure(
     resolved = by_name[("", "fetch_user_memories_resolved_batch, 25 ids, chains of depth 10")]
     assert "1 statement(s) per call" in resolved.notes
     assert "25 current versions returned" in resolved.notes
-    floor = by_name[("hnsw", "user-scoped search, PgVectorDB.search_memory, USER scope, dense")].notes[1]
+    floor = by_name[("hnsw", "user-scoped search, PgVectorDB.search_memory, USER scope, dense mode")].notes[1]
     assert floor.startswith("raw floor: recall@10 1.000, 10.0 of 10 results")
     assert "Beside mem0" in printed
