@@ -264,7 +264,7 @@ def _check_threshold(value: object, name: str = "score_threshold") -> float | No
 
 
 def _check_distance(value: object) -> float | None:
-    """``distance_threshold`` (a cosine distance d, 0 to 2) as the score floor 1 - d."""
+    """``distance_threshold`` (a cosine distance d, 0 to 2) as the similarity floor 1 - d."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 2.0:
@@ -274,7 +274,7 @@ def _check_distance(value: object) -> float | None:
 
 def _query_options(kwargs: dict[str, Any], k: int, threshold: float | None) -> tuple[int, float | None]:
     """``query()``'s keyword arguments: ``k`` (alias ``top_k``, RedisMemory's name) and
-    ``score_threshold`` (or ``distance_threshold``, a cosine distance d meaning score >= 1 - d)."""
+    ``score_threshold`` (or ``distance_threshold``, a cosine distance d meaning similarity >= 1 - d)."""
     unknown = sorted(set(kwargs) - {"k", "top_k", "score_threshold", "distance_threshold", "as_of", "as_of_clock"})
     if unknown:
         raise InvalidInputError(
@@ -284,7 +284,7 @@ def _query_options(kwargs: dict[str, Any], k: int, threshold: float | None) -> t
     if "k" in kwargs and "top_k" in kwargs:
         raise InvalidInputError("Pass `k` or its alias `top_k`, not both.")
     if "score_threshold" in kwargs and "distance_threshold" in kwargs:
-        raise InvalidInputError("Pass `score_threshold` or `distance_threshold` (score = 1 - distance), not both.")
+        raise InvalidInputError("Pass `score_threshold` or `distance_threshold` (similarity = 1 - distance), not both.")
     chosen_k = _check_k(kwargs.get("k", kwargs.get("top_k", k)))
     if "distance_threshold" in kwargs:
         return chosen_k, _check_distance(kwargs["distance_threshold"])
@@ -525,12 +525,13 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     installed (PNG when given as an ``Image``), else as bytes. Mime types that are
     ``MemoryMimeType`` values come back as its members; empty metadata comes back as None.
 
-    ``query()`` returns the ``k`` most similar entries, best first, each with its cosine
-    similarity as ``metadata["score"]`` beside its stored metadata, dropping those under
-    ``score_threshold``; both can be overridden per call (``query(q, k=3, score_threshold=0.5)``),
-    also under the names other AutoGen memories use: ``top_k`` for ``k``, and
-    ``distance_threshold`` (a cosine distance d, kept when score >= 1 - d). An empty or blank
-    query finds nothing.
+    ``query()`` returns the ``k`` best entries by the hybrid search's score (every face's ranking,
+    :mod:`memora_pg.graph.ranking`), best first, each with that score as ``metadata["score"]`` and
+    its cosine similarity to the query as ``metadata["similarity"]`` beside its stored metadata,
+    dropping those whose similarity is under ``score_threshold``; both can be overridden per call
+    (``query(q, k=3, score_threshold=0.5)``), also under the names other AutoGen memories use:
+    ``top_k`` for ``k``, and ``distance_threshold`` (a cosine distance d, kept when the
+    similarity is at least 1 - d). An empty or blank query finds nothing.
 
     First use: every method brings the schema to head the first time it runs (once per object,
     safe when several processes start at once); ``setup()`` does the same explicitly.
@@ -709,7 +710,8 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     async def query(
         self, query: str | MemoryContent, cancellation_token: CancellationToken | None = None, **kwargs: Any
     ) -> MemoryQueryResult:
-        """The most similar searchable entries, best first, with ``metadata["score"]``.
+        """The best searchable entries, best first, with ``metadata["score"]`` (the ranking's score)
+        and ``metadata["similarity"]`` (the cosine similarity, which the thresholds filter on).
 
         ``query`` is a str or a MemoryContent of text, markdown or JSON. Keyword arguments
         ``k`` and ``score_threshold`` override the memory's own for this call. ``as_of`` (a

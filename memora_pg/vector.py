@@ -10,8 +10,9 @@ Searches rank through :mod:`memora_pg.graph.search`, as every face's do. By defa
 full-text score (:mod:`memora_pg.graph.ranking`); the top ``search_top_k`` (10) with a score
 above 0 are returned. ``"dense"`` scores by cosine similarity alone; ``"upstream"`` keeps
 upstream Memora's Qdrant-style fusion (sum of 1/(rank + 2) over two lists of 12, kept above
-0.35). User-scoped searches score every memory of the user exactly; organization-wide searches
-take their candidates from the HNSW and GIN indexes, with pgvector's iterative scans.
+0.35). The default search scores candidates only: the nearest memories (an exact sort of a
+user's few, else the HNSW index), the memories holding a rare query word (the GIN index), and the
+memories around each; so its cost follows the candidates, not the user's memories.
 """
 
 from __future__ import annotations
