@@ -267,7 +267,7 @@ def statement(
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
     # The HNSW scan's search width: the setting's, or the rows it is asked for if more.
-    nearest = k if dense else ranking.nearest_count(k, settings.search_candidates)
+    nearest = k if dense else ranking.nearest_count(k, weights.candidates)
     ef = max(settings.hnsw_ef_search, nearest)
     return Statement(built, {**params, **where.params, "ef": str(ef)})
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import MemorySearchScope, PgVectorDB, Settings
 from memora_pg.db import with_vector_codec
+from memora_pg.embeddings import HashEmbedder
 from memora_pg.graph import ranking, search
 from tests.conftest import _create_database, _drop_database
 from tests.integration.helpers import Explain, executed_nodes, seed_for_plans
@@ -131,7 +132,9 @@ async def test_a_large_users_search_fills_its_hits_and_leaves_the_session_as_it_
 ) -> None:
     """The HNSW options are set inside the statement: the index scan returns every hit asked for (iterative
     scans, ef_search at least the candidates), and the pooled connection's own settings are untouched."""
-    store = PgVectorDB(seeded, settings=Settings(db_schema="memora", search_mode=mode), embedder=_FixedEmbedder())
+    store = PgVectorDB(
+        seeded, settings=Settings(db_schema="memora", search_mode=mode), embedder=HashEmbedder(DIMENSIONS)
+    )
     try:
         hits = await store.search_memory("the user talked about tea", MemorySearchScope.USER, "org", "large")
         assert len(hits) == 10
@@ -145,15 +148,3 @@ async def test_a_large_users_search_fills_its_hits_and_leaves_the_session_as_it_
         assert tuple(settings) == ("40", "off")
     finally:
         await store.close()
-
-
-class _FixedEmbedder:
-    """A query vector of the seeded dimension (the rows' vectors are random)."""
-
-    dimensions = DIMENSIONS
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[0.1] * DIMENSIONS for _ in texts]
-
-    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[0.1] * DIMENSIONS for _ in texts]
