@@ -1,51 +1,39 @@
-"""Where a memory is searched: the one ranking behind every face's search.
+"""Where a memory is searched: the one statement behind every face's search.
 
-A search scores candidate rows of a corpus (the memories, or the AutoGen entries) for one or
-more queries, in one statement, and keeps the best ``k`` per query. Its cost follows the
-candidates, not the rows searched: every step after the candidates are chosen works on them
-alone. The score, in [0, 1], fuses two arms:
-
-* **dense**: the cosine similarity of the row's embedding and the query's, rescaled so that
-  similarities at or below ``cosine_floor`` (where an unrelated text lands with e5-style
-  embedders) score 0 and an identical vector scores 1;
-* **lexical**: BM25 over the rows' full-text vectors (the schema's ``to_search_text``:
-  stemming and stop words of the database's text-search configuration), with ``k1`` saturation
-  and no length normalisation (memories are short; normalising by length lost recall). A row's
-  term counts include its neighbours' at ``neighbour_terms`` (a fact is often split over two
-  turns). The BM25 score is divided by the larger of the best row's score and ``lexical_floor``
-  times the best score the query's terms could reach, so one weak word match does not make an
-  unrelated row look relevant.
-
-The fused score is ``dense_weight · dense + (1 − dense_weight) · lexical``, then lifted by the
-better neighbour's: ``(score + neighbour_boost · max(neighbours)) / (1 + neighbour_boost)``.
-Neighbours are the rows written just before and after a row in the same interaction (rows of
-no interaction, as the mem0-style and AutoGen faces write them, neighbour by write order among
-the same user's, or the same AutoGen scope's).
+A search ranks candidate rows of a corpus (the memories, or the AutoGen entries) for one or more
+queries. One statement finds each query's candidates and what their score needs; the score itself
+is computed on those few rows by :mod:`memora_pg.graph.scoring`. Its cost follows the candidates,
+not the rows searched: every step after the candidates are chosen works on them alone.
 
 **Candidates** (:func:`_candidates`), for each query:
 
 * the nearest rows, :data:`NEAREST_ROWS` or the hits asked for (:func:`nearest_branches`): an exact sort of the
   scope's rows while the scope (a user, a namespace) has at most :data:`EXACT_ROWS`, else the
   HNSW index with iterative scans, its options set inside the statement (:func:`hnsw_options`);
-* every row holding a query word that at most ``candidates`` of the searched rows hold, found by
-  the GIN index; a commoner word brings none (its rarity weight is low);
-* the rows just before and after each of those, one index probe each (:func:`_neighbour_probes`).
+* the rows of the query's rare words (a word that at most ``candidates`` of the searched rows
+  hold), found by the GIN index: at most :data:`LEXICAL_ROWS`, those whose rare words weigh most
+  first (:func:`_rare_rows`); a commoner word brings none (its rarity weight is low);
+* the rows just before and after each of those in its neighbourhood, one index probe each
+  (:func:`_neighbour_probes`). Neighbours are the rows written just before and after in the same
+  interaction (rows of no interaction, as the mem0-style and AutoGen faces write them, neighbour
+  by write order among the same user's, or the same AutoGen scope's).
 
-**Rarity.** A word's document frequency is counted in the searched rows by the GIN index, up to
-:data:`RARITY_ROWS`, and the row count by the scope's btree, up to :data:`EXACT_ROWS` (exact for
-any scope a conversation fills); it counts the rows whose window (the row and its neighbours)
-holds the word, measured per row of the word among the scored rows.
+For each candidate the statement returns its cosine similarity, its write order and
+neighbourhood, the query terms it holds with their counts, and the hit's columns; for each query,
+its terms' document frequencies among the searched rows, counted by the GIN index up to
+:data:`RARITY_ROWS`, and the searched rows' count ``n``, by the scope's btree up to
+:data:`EXACT_ROWS` (exact for any scope a conversation fills).
 
 The statement's CTEs are named for what they hold: ``queries``, ``scope_rows``, ``term_rarity``,
-``candidates``, ``found``, ``around``, ``scope``, ``term_counts``, ``spread_counts``,
-``window_counts``, ``window_rarity``, ``bm25``, ``lexical_scale``, ``fused``, ``smoothed``,
-``ranked``. The constants of the ranking are written into its text (:func:`number`); a call
-binds its queries, its condition's values and the HNSW search width alone.
+``candidates``, ``found``, ``around``, ``frequencies``. Its limits are written into its text
+(:func:`number`); a call binds its queries, its condition's values and the HNSW search width
+alone, and a call of one query binds it as values, so that PostgreSQL keeps one plan for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +46,7 @@ from sqlalchemy import (
     Text,
     and_,
     bindparam,
+    case,
     column,
     func,
     literal_column,
@@ -65,43 +54,17 @@ from sqlalchemy import (
     select,
     text,
     true,
+    type_coerce,
     union,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.schema import Table
+from sqlalchemy.sql.sqltypes import JSON, NullType
 
 from memora_pg import vector_params
-from memora_pg.config import Settings
-
-
-@dataclass(frozen=True)
-class Weights:
-    """The ranking's constants (``Settings.search_*``); the defaults were chosen on the LoCoMo
-    development set with leave-one-conversation-out, where every fold chose the same ones."""
-
-    dense_weight: float = 0.6
-    cosine_floor: float = 0.75
-    k1: float = 1.2
-    neighbour_terms: float = 0.5
-    neighbour_boost: float = 0.3
-    lexical_floor: float = 0.3
-    candidates: int = 150
-
-    @classmethod
-    def from_settings(cls, settings: Settings, unrelated_similarity: float) -> Weights:
-        """The settings' weights; the cosine floor is the embedder's unless the settings set one."""
-        floor = settings.search_cosine_floor
-        return cls(
-            dense_weight=settings.search_dense_weight,
-            cosine_floor=unrelated_similarity if floor is None else floor,
-            k1=settings.search_bm25_k1,
-            neighbour_terms=settings.search_neighbour_terms,
-            neighbour_boost=settings.search_neighbour_boost,
-            lexical_floor=settings.search_lexical_floor,
-            candidates=settings.search_candidates,
-        )
+from memora_pg.graph.scoring import Weights
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,6 +87,19 @@ class Corpus:
 
     def c(self, name: str) -> ColumnElement[Any]:
         found: ColumnElement[Any] = self.table.c[name]
+        return found
+
+    @property
+    def json_columns(self) -> frozenset[str]:
+        """The returned columns of a JSON type, which a search statement returns as their text."""
+        return frozenset(name for name in self.returned if isinstance(self.table.c[name].type, JSON))
+
+    def decode(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """A candidate's returned columns as the faces read a row, its JSON decoded."""
+        found = {name: row[name] for name in self.returned}
+        for name in self.json_columns:
+            if found[name] is not None:
+                found[name] = json.loads(found[name])
         return found
 
 
@@ -150,18 +126,25 @@ SELECT given.query_no, given.embedding, parsed.terms, tsvector_to_array(parsed.t
        CAST(array_to_string(
            ARRAY(SELECT quote_literal(word) FROM unnest(tsvector_to_array(parsed.terms)) AS word), ' | '
        ) AS tsquery) AS any_term
-FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))
-     AS given(query_no, embedding, query)
+FROM ({given}) AS given(query_no, embedding, query)
 CROSS JOIN LATERAL (SELECT "{schema}".to_search_text(given.query) AS terms) AS parsed
 """
+# The queries of a call of several, as arrays.
+MANY = "SELECT * FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))"
+# The query of a call of one (every face's usual call), as values: a plan made for one query, unlike one made
+# for an array of unknown length, costs what a plan made for its values costs, so PostgreSQL keeps it (a
+# generic plan) instead of planning every call anew.
+ONE = "SELECT 0, CAST(:embedding AS vector), CAST(:query AS text)"
 
 
 def query_params(vectors: Sequence[Sequence[float]], texts: Sequence[str]) -> dict[str, Any]:
-    """The parameters of :func:`statement`: the queries, their vectors and their numbers."""
+    """The parameters of :func:`statement` for these queries: their vectors and texts."""
+    if len(texts) == 1:
+        return {"embedding": vector_params.one(vectors[0]), "query": texts[0]}
     return {"query_nos": list(range(len(texts))), "embeddings": vector_params.many(vectors), "queries": list(texts)}
 
 
-def _queries(schema: str) -> CTE:
+def _queries(schema: str, one_query: bool) -> CTE:
     columns = (
         column("query_no", Integer),
         column("embedding", VECTOR()),
@@ -169,7 +152,11 @@ def _queries(schema: str) -> CTE:
         column("lexemes", ARRAY(Text)),
         column("any_term", TSQUERY),
     )
-    return text(QUERIES.replace("{schema}", schema)).columns(*columns).cte("queries")
+    given = ONE if one_query else MANY
+    statement = text(QUERIES.replace("{given}", given).replace("{schema}", schema))
+    if one_query:
+        statement = statement.bindparams(bindparam("embedding", type_=vector_params.BinaryVector()))
+    return statement.columns(*columns).cte("queries")
 
 
 def _neighbourhood(corpus: Corpus) -> ColumnElement[Any]:
@@ -181,17 +168,6 @@ def _neighbourhood(corpus: Corpus) -> ColumnElement[Any]:
     if corpus.unattached is None:
         return attached.label("neighbourhood")
     return func.coalesce(attached, literal_column("'u:'", Text) + corpus.c(corpus.unattached)).label("neighbourhood")
-
-
-def _neighbours(
-    seq: ColumnElement[Any], neighbourhood: ColumnElement[Any], query_no: ColumnElement[Any]
-) -> tuple[ColumnElement[Any], ColumnElement[Any]]:
-    """The write order of the rows just before and after each row of the same neighbourhood, per query."""
-    by = [query_no, neighbourhood]
-    return (
-        func.lag(seq).over(partition_by=by, order_by=seq).label("prev_seq"),
-        func.lead(seq).over(partition_by=by, order_by=seq).label("next_seq"),
-    )
 
 
 def _by_key(corpus: Corpus, row_id: ColumnElement[Any], *columns: Any, name: str) -> Any:
@@ -244,6 +220,8 @@ RARITY_ROWS = 600
 # ``Weights.candidates`` beyond those). With the rows around each candidate scored too, more nearest
 # rows changed no LoCoMo hit, for 10 hits or for 20.
 NEAREST_ROWS = 30
+# The rows of rare query terms a search scores, per query: those whose rare terms weigh most.
+LEXICAL_ROWS = 100
 
 
 def nearest_count(k: int, candidates: int) -> int:
@@ -296,26 +274,41 @@ def nearest_branches(
     return [exact, by_index.where(small.is_(False))]
 
 
-@dataclass(frozen=True)
-class Candidates:
-    """What the ranking scores: ``scope``, each query's candidates with their cosine, neighbours and
-    terms; ``rarity``, each query term's document frequency ``df`` among the searched rows; ``size``,
-    the searched rows' count ``n`` (both counted up to their bounds)."""
-
-    scope: CTE
-    rarity: CTE
-    size: CTE
+def _rare_rows(rarity: CTE, size: CTE, *, candidates: int) -> Select[Any]:
+    """For each query, the rows holding its rare terms (those at most ``candidates`` rows hold): at
+    most :data:`LEXICAL_ROWS` of them, those whose rare terms weigh most first (the sum of their rarity
+    weights, as BM25 would give them before term counts and neighbours), then the newest. A row that
+    holds no rarer term than many others scores low on the lexical arm, and every row scored costs
+    its neighbours' probes too."""
+    held = func.unnest(rarity.c.row_ids, rarity.c.seqs).table_valued("row_id", "seq").render_derived().lateral("held")
+    df = rarity.c.df
+    idf = func.ln(number(1.0) + (size.c.n - df + number(0.5)) / (df + number(0.5)))
+    weighed = (
+        select(rarity.c.query_no, held.c.row_id, func.max(held.c.seq).label("seq"), func.sum(idf).label("weight"))
+        .select_from(rarity.join(held, true()).join(size, true()))
+        .where(df <= number(candidates))
+        .group_by(rarity.c.query_no, held.c.row_id)
+        .subquery("weighed")
+    )
+    place = (
+        func.row_number()
+        .over(partition_by=weighed.c.query_no, order_by=(weighed.c.weight.desc(), weighed.c.seq.desc()))
+        .label("place")
+    )
+    placed = select(weighed.c.query_no, weighed.c.row_id, place).subquery("placed")
+    return select(placed.c.query_no, placed.c.row_id).where(placed.c.place <= number(LEXICAL_ROWS))
 
 
 def _candidates(
     corpus: Corpus, queries: CTE, where: ColumnElement[bool], *, nearest: int, candidates: int, scoped: bool
-) -> Candidates:
-    """For each query, its candidates among the rows matching ``where``: the ``nearest`` rows
-    (:func:`nearest_branches`), every row holding a query term that at most ``candidates`` of those
-    rows hold (found by the GIN index), and the rows just before and after each of them in its
-    neighbourhood (:func:`_neighbour_probes`). A more common term brings no candidates of its own: its
-    rarity weight is low, and its rows may be as many as the scope's. Term rarity and the row count
-    are the searched rows', counted by the indexes up to :data:`RARITY_ROWS` and :data:`EXACT_ROWS`."""
+) -> Select[Any]:
+    """For each query, its candidates among the rows matching ``where`` with what their score needs:
+    the ``nearest`` rows (:func:`nearest_branches`), the rows of the query's rare terms (those at most
+    ``candidates`` of the searched rows hold, found by the GIN index; :func:`_rare_rows`), and the rows
+    just before and after each of them in its neighbourhood (:func:`_neighbour_probes`). A more common
+    term brings no rows of its own: its rarity weight is low, and its rows may be as many as the scope's.
+    Term rarity and the row count are the searched rows', counted by the indexes up to
+    :data:`RARITY_ROWS` and :data:`EXACT_ROWS`."""
     embedding, search_text, row_id = corpus.c("embedding"), corpus.c("search_text"), corpus.c(corpus.id_column)
     searchable = and_(where, embedding.is_not(None))
     size = scope_rows(searchable)
@@ -333,28 +326,35 @@ def _candidates(
         arms.append(select(queries.c.query_no, near.c.row_id).select_from(queries.join(near, true())))
     # Each query term's rows, by the GIN index, counted up to one more than RARITY_ROWS.
     term = func.unnest(queries.c.lexemes).table_valued("lexeme").render_derived().lateral("term")
+    large = size.c.n > number(EXACT_ROWS)
+    counted_to = select(case((large, number(candidates + 1)), else_=number(RARITY_ROWS + 1))).scalar_subquery()
     holding = (
-        select(row_id.label("row_id"))
+        select(row_id.label("row_id"), corpus.c("seq"))
         .where(searchable, search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY)))
-        .limit(number(RARITY_ROWS + 1))
+        .limit(counted_to)
         .correlate(term)
         .subquery("holding")
     )
     held = (
-        select(func.count().label("df"), func.array_agg(holding.c.row_id).label("row_ids"))
+        select(
+            func.count().label("df"),
+            func.array_agg(holding.c.row_id).label("row_ids"),
+            func.array_agg(holding.c.seq).label("seqs"),
+        )
         .select_from(holding)
         .lateral("held")
     )
+    # In a scope of more rows than EXACT_ROWS, whose count stops there, a term is counted only as far as
+    # deciding whether its rows are candidates; one held by more rows weighs as one held by RARITY_ROWS.
+    df = case((and_(large, held.c.df > number(candidates)), number(RARITY_ROWS + 1)), else_=held.c.df)
     rarity = (
-        select(queries.c.query_no, term.c.lexeme, held.c.df, held.c.row_ids)
-        .select_from(queries.join(term, true()).join(held, true()))
+        select(queries.c.query_no, term.c.lexeme, df.label("df"), held.c.row_ids, held.c.seqs)
+        .select_from(queries.join(term, true()).join(size, true()).join(held, true()))
         .cte("term_rarity")
     )
-    rare = func.unnest(rarity.c.row_ids).label("row_id")
-    arms.append(select(rarity.c.query_no, rare).where(rarity.c.df <= number(candidates)))
+    arms.append(_rare_rows(rarity, size, candidates=candidates))
     chosen = union(*arms).cte("candidates")
-    # The candidates' neighbours join them, so that each candidate's neighbour terms and scores are
-    # those of the rows around it, found by key (never by reading the scope's rows in order).
+    # The candidates' neighbours join them, found by key (never by reading the scope's rows in order).
     own = _by_key(
         corpus,
         chosen.c.row_id,
@@ -374,31 +374,62 @@ def _candidates(
     row = _by_key(
         corpus,
         around.c.row_id,
-        row_id.label("row_id"),
         _neighbourhood(corpus),
         corpus.c("seq"),
         search_text,
         embedding,
+        *(corpus.c(name) for name in corpus.returned),
         name="scored",
     )
-    prev_seq, next_seq = _neighbours(row.c.seq, row.c.neighbourhood, around.c.query_no)
-    scope = (
+    # The query terms each row holds, and how often (a term of no position counts once).
+    occurrence = func.unnest(row.c.search_text).table_valued("lexeme", "positions", "weights").lateral("occurrence")
+    held_terms = (
+        select(
+            func.array_agg(occurrence.c.lexeme).label("term_lexemes"),
+            func.array_agg(func.coalesce(func.array_length(occurrence.c.positions, number(1)), number(1))).label(
+                "term_counts"
+            ),
+        )
+        .where(row.c.search_text.op("@@")(queries.c.any_term), occurrence.c.lexeme == func.any(queries.c.lexemes))
+        .lateral("held_terms")
+    )
+    # Each query's terms with their document frequency among the searched rows, and that count.
+    frequencies = (
+        select(
+            rarity.c.query_no,
+            func.array_agg(rarity.c.lexeme).label("query_lexemes"),
+            func.array_agg(rarity.c.df).label("query_dfs"),
+        )
+        .group_by(rarity.c.query_no)
+        .cte("frequencies")
+    )
+    # Arrays as asyncpg reads them, and JSON as its text, decoded for the hits alone (Corpus.decode): a
+    # search reads a few hits of many candidates.
+    return (
         select(
             around.c.query_no,
-            row.c.row_id,
-            row.c.neighbourhood,
             row.c.seq,
-            prev_seq,
-            next_seq,
-            row.c.search_text,
-            queries.c.lexemes,
-            row.c.search_text.op("@@")(queries.c.any_term).label("matches"),
-            similarity(row.c.embedding.cosine_distance(queries.c.embedding)).label("cosine"),
+            row.c.neighbourhood,
+            similarity(row.c.embedding.cosine_distance(queries.c.embedding)).cast(Float).label("cosine"),
+            type_coerce(held_terms.c.term_lexemes, NullType()).label("term_lexemes"),
+            type_coerce(held_terms.c.term_counts, NullType()).label("term_counts"),
+            type_coerce(frequencies.c.query_lexemes, NullType()).label("query_lexemes"),
+            type_coerce(frequencies.c.query_dfs, NullType()).label("query_dfs"),
+            size.c.n,
+            *(
+                row.c[name].cast(Text).label(name) if name in corpus.json_columns else row.c[name]
+                for name in corpus.returned
+            ),
         )
-        .select_from(around.join(queries, queries.c.query_no == around.c.query_no).join(row, true()))
-        .cte("scope")
+        .select_from(
+            around.join(queries, queries.c.query_no == around.c.query_no)
+            .join(row, true())
+            .join(held_terms, true())
+            .join(size, true())
+            .outerjoin(frequencies, frequencies.c.query_no == around.c.query_no)
+        )
+        .order_by(around.c.query_no)
     )
-    return Candidates(scope, rarity, size)
 
 
 def statement(
@@ -409,205 +440,32 @@ def statement(
     k: int,
     scoped: bool,
     weights: Weights,
+    one_query: bool = True,
 ) -> Select[Any]:
-    """Up to ``k`` rows per query, best first: ``query_no``, ``score``, ``cosine`` and the corpus's
-    returned columns.
+    """Each query's candidates, with what :func:`memora_pg.graph.scoring.rank` scores them on: ``query_no``,
+    ``seq``, ``neighbourhood``, ``cosine``, ``term_lexemes``, ``term_counts``, ``query_lexemes``,
+    ``query_dfs``, ``n`` and the corpus's returned columns.
 
     ``where`` must pin the organization (as ``:where_org_id``, which the lookups by key reuse);
     ``scoped`` says it also pins a user or a namespace (whose rows may then be few enough to sort
-    exactly). Takes :func:`query_params`' parameters and ``ef``.
+    exactly). Takes :func:`query_params`' parameters (of one query when ``one_query``), and ``ef``.
     """
-    queries = _queries(schema)
-    chosen = _candidates(
+    return _candidates(
         corpus,
-        queries,
+        _queries(schema, one_query),
         where,
         nearest=nearest_count(k, weights.candidates),
         candidates=weights.candidates,
         scoped=scoped,
     )
-    scope, scope_size = chosen.scope, chosen.size
-    w = weights
-
-    # How often each query term occurs in each candidate that holds one (each one's terms unnested once).
-    occurrence = func.unnest(scope.c.search_text).table_valued("lexeme", "positions", "weights").lateral("occurrence")
-    term_counts = (
-        select(
-            scope.c.query_no,
-            scope.c.seq,
-            scope.c.prev_seq,
-            scope.c.next_seq,
-            occurrence.c.lexeme,
-            func.coalesce(func.array_length(occurrence.c.positions, number(1)), number(1)).label("tf"),
-        )
-        .select_from(scope.join(occurrence, true()))
-        .where(scope.c.matches, occurrence.c.lexeme == func.any(scope.c.lexemes))
-        .cte("term_counts")
-    )
-    # A row's counts include its neighbours' at ``neighbour_terms``.
-    tc = term_counts.c
-    spread_counts = union_all(
-        select(tc.query_no, tc.seq, tc.lexeme, (tc.tf * number(1.0)).label("tf")),
-        select(tc.query_no, tc.prev_seq, tc.lexeme, tc.tf * number(w.neighbour_terms)).where(tc.prev_seq.is_not(None)),
-        select(tc.query_no, tc.next_seq, tc.lexeme, tc.tf * number(w.neighbour_terms)).where(tc.next_seq.is_not(None)),
-    ).cte("spread_counts")
-    window_counts = (
-        select(
-            spread_counts.c.query_no,
-            spread_counts.c.seq,
-            spread_counts.c.lexeme,
-            func.sum(spread_counts.c.tf).label("tf"),
-        )
-        .group_by(spread_counts.c.query_no, spread_counts.c.seq, spread_counts.c.lexeme)
-        .cte("window_counts")
-    )
-    wc = window_counts.c
-    # A term's document frequency counts the rows whose window holds it (the row or a neighbour), as
-    # BM25 over the windows would. Among the scored rows each term's windows are counted; for a term
-    # of few rows, all its rows and their neighbours are scored, so that count is the scope's own. For
-    # a common one it is scaled from the term's rows in the scope, by the scored rows' windows per row.
-    windows = (
-        select(wc.query_no, wc.lexeme, func.count().label("windows"))
-        .group_by(wc.query_no, wc.lexeme)
-        .subquery("windows")
-    )
-    holders = (
-        select(tc.query_no, tc.lexeme, func.count().label("holders"))
-        .group_by(tc.query_no, tc.lexeme)
-        .subquery("holders")
-    )
-    per_row = func.coalesce(windows.c.windows * number(1.0) / holders.c.holders, number(1.0))
-    term_rarity = (
-        select(
-            chosen.rarity.c.query_no,
-            chosen.rarity.c.lexeme,
-            func.least(chosen.rarity.c.df * per_row, scope_size.c.n).label("df"),
-        )
-        .select_from(
-            chosen.rarity.join(scope_size, true())
-            .outerjoin(
-                windows,
-                and_(windows.c.query_no == chosen.rarity.c.query_no, windows.c.lexeme == chosen.rarity.c.lexeme),
-            )
-            .outerjoin(
-                holders,
-                and_(holders.c.query_no == chosen.rarity.c.query_no, holders.c.lexeme == chosen.rarity.c.lexeme),
-            )
-        )
-        .cte("window_rarity")
-    )
-
-    def idf(df: ColumnElement[Any]) -> ColumnElement[Any]:
-        return func.ln(number(1.0) + (scope_size.c.n - df + number(0.5)) / (df + number(0.5)))
-
-    bm25 = (
-        select(
-            wc.query_no,
-            wc.seq,
-            func.sum(idf(term_rarity.c.df) * wc.tf * number(w.k1 + 1) / (wc.tf + number(w.k1))).label("score"),
-        )
-        .select_from(
-            window_counts.join(
-                term_rarity, and_(term_rarity.c.query_no == wc.query_no, term_rarity.c.lexeme == wc.lexeme)
-            ).join(scope_size, true())
-        )
-        .group_by(wc.query_no, wc.seq)
-        .cte("bm25")
-    )
-    best = select(bm25.c.query_no, func.max(bm25.c.score).label("best")).group_by(bm25.c.query_no).subquery("best")
-    possible = (
-        select(term_rarity.c.query_no, func.sum(idf(term_rarity.c.df) * number(w.k1 + 1)).label("possible"))
-        .select_from(term_rarity.join(scope_size, true()))
-        .group_by(term_rarity.c.query_no)
-        .subquery("possible")
-    )
-    lexical_scale = (
-        select(
-            possible.c.query_no,
-            func.greatest(func.coalesce(best.c.best, number(0.0)), number(w.lexical_floor) * possible.c.possible).label(
-                "scale"
-            ),
-        )
-        .select_from(possible.outerjoin(best, best.c.query_no == possible.c.query_no))
-        .cte("lexical_scale")
-        # one row per query, computed once (inlined, it would be computed again for every row)
-        .prefix_with("MATERIALIZED")
-    )
-    # The fused score, as a sum of each arm's part per row (a hash aggregate, never a join of the
-    # scope with itself: the planner cannot estimate these CTEs' sizes, and a nested loop over them
-    # is quadratic in the user's rows).
-    dense = func.greatest(number(0.0), (scope.c.cosine - number(w.cosine_floor)) / number(1 - w.cosine_floor))
-    parts = union_all(
-        select(
-            scope.c.query_no,
-            scope.c.seq,
-            scope.c.neighbourhood,
-            (number(w.dense_weight) * dense).label("part"),
-        ),
-        select(
-            bm25.c.query_no,
-            bm25.c.seq,
-            null().cast(Text).label("neighbourhood"),
-            (
-                number(1 - w.dense_weight)
-                * func.coalesce(bm25.c.score / func.nullif(lexical_scale.c.scale, number(0.0)), number(0.0))
-            ).label("part"),
-        ).select_from(bm25.join(lexical_scale, lexical_scale.c.query_no == bm25.c.query_no)),
-    ).subquery("parts")
-    fused = (
-        select(
-            parts.c.query_no,
-            parts.c.seq,
-            func.max(parts.c.neighbourhood).label("neighbourhood"),
-            func.sum(parts.c.part).label("score"),
-        )
-        .group_by(parts.c.query_no, parts.c.seq)
-        .cte("fused")
-    )
-    # Neighbours are the rows just before and after in the same neighbourhood: a window, as for the terms.
-    by = (fused.c.query_no, fused.c.neighbourhood)
-    before = func.coalesce(func.lag(fused.c.score).over(partition_by=by, order_by=fused.c.seq), number(0.0))
-    after = func.coalesce(func.lead(fused.c.score).over(partition_by=by, order_by=fused.c.seq), number(0.0))
-    smoothed = select(
-        fused.c.query_no,
-        fused.c.seq,
-        (
-            (fused.c.score + number(w.neighbour_boost) * func.greatest(before, after)) / number(1 + w.neighbour_boost)
-        ).label("score"),
-    ).cte("smoothed")
-    ranked = (
-        select(
-            smoothed.c.query_no,
-            smoothed.c.seq,
-            smoothed.c.score,
-            func.row_number()
-            .over(partition_by=smoothed.c.query_no, order_by=(smoothed.c.score.desc(), smoothed.c.seq))
-            .label("place"),
-        )
-    ).cte("ranked")
-    # The hits by their key (the candidates know it), never by the write order, which no index holds.
-    hit = _by_key(corpus, scope.c.row_id, *(corpus.c(name) for name in corpus.returned), name="hit")
-    return (
-        select(
-            ranked.c.query_no,
-            ranked.c.score.cast(Float).label("score"),
-            scope.c.cosine.cast(Float).label("cosine"),
-            *(hit.c[name] for name in corpus.returned),
-        )
-        .select_from(
-            ranked.join(scope, and_(scope.c.query_no == ranked.c.query_no, scope.c.seq == ranked.c.seq)).join(
-                hit, true()
-            )
-        )
-        .where(ranked.c.place <= number(k))
-        .order_by(ranked.c.query_no, ranked.c.place)
-    )
 
 
-def dense_statement(corpus: Corpus, *, schema: str, where: ColumnElement[bool], k: int, scoped: bool) -> Select[Any]:
+def dense_statement(
+    corpus: Corpus, *, schema: str, where: ColumnElement[bool], k: int, scoped: bool, one_query: bool = True
+) -> Select[Any]:
     """Up to ``k`` rows per query by cosine similarity alone (``search_mode="dense"``), best first;
-    ``score`` and ``cosine`` are both the similarity."""
-    queries = _queries(schema)
+    ``score`` and ``cosine`` are both the similarity. Takes :func:`query_params`' parameters."""
+    queries = _queries(schema, one_query)
     distance = corpus.c("embedding").cosine_distance(queries.c.embedding)
     searchable = and_(where, corpus.c("embedding").is_not(None))
     branches = nearest_branches(

@@ -14,7 +14,7 @@ All queries of a call go in the same statement.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -43,7 +43,7 @@ from memora_pg import vector_params
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.graph import autogen_contents as autogen_contents_rows
-from memora_pg.graph import ranking, timeline
+from memora_pg.graph import ranking, scoring, timeline
 from memora_pg.graph.render import hit_model
 from memora_pg.models import Memory
 from memora_pg.schema import autogen_contents, memories, memory_updates
@@ -257,13 +257,15 @@ def statement(
     settings: Settings,
     unrelated_similarity: float = 0.0,
 ) -> Statement:
-    """The search for ``texts`` (embedded as ``vectors``) among the rows of ``corpus`` matching ``where``."""
-    weights = ranking.Weights.from_settings(settings, unrelated_similarity)
+    """The search for ``texts`` (embedded as ``vectors``) among the rows of ``corpus`` matching ``where``:
+    in dense mode its hits, in hybrid mode its candidates (:func:`ranked` scores them)."""
+    weights = scoring.Weights.from_settings(settings, unrelated_similarity)
     dense = mode == "dense"
+    one = len(vectors) == 1
     if where.shape is not None:
-        built = _built(corpus, schema, where.shape, k, scoped, dense, weights, len(vectors) if dense else 0)
+        built = _built(corpus, schema, where.shape, k, scoped, dense, weights, one)
     else:
-        built = _build(corpus, schema, where.sql(), k, scoped, dense, weights, len(vectors) if dense else 0)
+        built = _build(corpus, schema, where.sql(), k, scoped, dense, weights, one)
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
     # The HNSW scan's search width: the setting's, or the rows it is asked for if more.
@@ -279,14 +281,14 @@ def _build(
     k: int,
     scoped: bool,
     dense: bool,
-    weights: ranking.Weights,
-    queries: int,
+    weights: scoring.Weights,
+    one: bool,
 ) -> Select[Any]:
     if not dense:
-        return ranking.statement(corpus, schema=schema, where=where, k=k, scoped=scoped, weights=weights)
+        return ranking.statement(corpus, schema=schema, where=where, k=k, scoped=scoped, weights=weights, one_query=one)
     if corpus is MEMORIES:
-        return nearest_statement(where=where, k=k, scoped=scoped, queries=queries)
-    return ranking.dense_statement(corpus, schema=schema, where=where, k=k, scoped=scoped)
+        return nearest_statement(where=where, k=k, scoped=scoped, queries=1 if one else 2)
+    return ranking.dense_statement(corpus, schema=schema, where=where, k=k, scoped=scoped, one_query=one)
 
 
 @lru_cache(maxsize=256)
@@ -297,11 +299,11 @@ def _built(
     k: int,
     scoped: bool,
     dense: bool,
-    weights: ranking.Weights,
-    queries: int,
+    weights: scoring.Weights,
+    one: bool,
 ) -> Select[Any]:
     """A search of a usual scope, built once: building the statement costs more than running it."""
-    return _build(corpus, schema, _SHAPES[shape[0]](*shape[1:]), k, scoped, dense, weights, queries)
+    return _build(corpus, schema, _SHAPES[shape[0]](*shape[1:]), k, scoped, dense, weights, one)
 
 
 async def find(
@@ -318,13 +320,14 @@ async def find(
     mode: str | None = None,
 ) -> list[list[Hit]]:
     """For each query, up to ``k`` rows of ``corpus`` matching ``where`` (which pins ``org_id``),
-    best first, as (the row's returned columns, score).
+    best first, as (the row's returned columns and its ``cosine``, score).
 
     A ``scoped`` search is one whose ``where`` pins a user or a namespace: while that scope has few
     rows they are sorted exactly, beyond that the HNSW index finds the nearest.
     ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``).
     """
     settings = database.settings
+    mode = mode or settings.search_mode
     search = statement(
         corpus,
         schema=database.schema,
@@ -333,23 +336,42 @@ async def find(
         texts=texts,
         k=k,
         scoped=scoped,
-        mode=mode or settings.search_mode,
+        mode=mode,
         settings=settings,
         unrelated_similarity=unrelated_similarity,
     )
     # One statement in autocommit, whatever the scope: the HNSW options are set inside it.
     rows = await database.execute_one(search, read_only=True, org_id=org_id)
-    return hits(rows, len(texts))
+    if mode == "dense":
+        return hits(rows, len(texts))
+    weights = scoring.Weights.from_settings(settings, unrelated_similarity)
+    return ranked(rows, len(texts), corpus=corpus, k=k, weights=weights)
 
 
 def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:
-    """The rows of a search statement, one list per query."""
+    """The rows of a dense search statement, one list per query."""
     results: list[list[Hit]] = [[] for _ in range(queries)]
     for row in rows:
         data = row._asdict()
         query_no = data.pop("query_no")
         results[query_no].append((data, float(data.pop("score"))))
     return results
+
+
+def ranked(
+    rows: Sequence[Row[Any]], queries: int, *, corpus: ranking.Corpus, k: int, weights: scoring.Weights
+) -> list[list[Hit]]:
+    """The ``k`` best of each query's candidates (the rows of a hybrid search statement), scored."""
+    candidates: list[list[Mapping[str, Any]]] = [[] for _ in range(queries)]
+    for row in rows:
+        candidates[row.query_no].append(row._mapping)
+    return [
+        [
+            ({**corpus.decode(row), "cosine": row["cosine"]}, score)
+            for row, score in scoring.rank(found, k=k, weights=weights)
+        ]
+        for found in candidates
+    ]
 
 
 DENSE_CANDIDATES = 12

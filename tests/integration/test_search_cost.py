@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from memora_pg import MemorySearchScope, PgVectorDB, Settings
 from memora_pg.db import with_vector_codec
 from memora_pg.embeddings import HashEmbedder
-from memora_pg.graph import ranking, search
+from memora_pg.graph import ranking, scoring, search
 from tests.conftest import _create_database, _drop_database
 from tests.integration.helpers import Explain, executed_nodes, seed_for_plans
 
@@ -112,6 +112,10 @@ async def test_a_large_users_search_reads_a_bounded_number_of_rows(seeded: Async
     read = [n["Actual Rows"] * n["Actual Loops"] for n in scans]
     assert max(read) <= ranking.EXACT_ROWS + 1
     assert sum(read) <= LARGE // 2, read
+    # Beyond EXACT_ROWS, a word's rows are counted only as far as telling whether they are candidates.
+    probes = [n for n in scans if n["Node Type"] == "Bitmap Heap Scan"]
+    assert probes
+    assert max(n["Actual Rows"] for n in probes) <= scoring.Weights().candidates + 1
     # The neighbours of the candidates, each by one probe of the interaction's write order.
     assert "ix_memories_interaction_seq" in indexes
 

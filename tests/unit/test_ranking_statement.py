@@ -1,5 +1,5 @@
 """The hybrid statement as compiled: its constants in its text, the call's values bound, no table read
-in full by construction (the candidates' rules)."""
+in full by construction (the candidates' rules); a call of one query binds it as values."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from memora_pg import Settings
 from memora_pg.graph import ranking, search
 
 
-def _compiled(scoped: bool, mode: str = "hybrid") -> tuple[str, set[str]]:
+def _compiled(scoped: bool, mode: str = "hybrid", queries: int = 1) -> tuple[str, set[str]]:
     statement = search.statement(
         search.MEMORIES,
         schema="memora",
         where=search.memories_where("org", user_id="u1" if scoped else None),
-        vectors=[[0.1] * 4],
-        texts=["green tea"],
+        vectors=[[0.1] * 4] * queries,
+        texts=["green tea"] * queries,
         k=10,
         scoped=scoped,
         mode=mode,
@@ -31,10 +31,22 @@ def test_the_statement_binds_only_the_calls_values(scoped: bool) -> None:
     """Limits and weights are written into the text (the planner sees a LIMIT's value); what is bound is
     the queries, the condition's values and the HNSW search width."""
     sql, bound = _compiled(scoped)
-    expected = {"query_nos", "embeddings", "queries", "where_org_id", "ef"}
+    expected = {"embedding", "query", "where_org_id", "ef"}
     assert bound == (expected | {"where_user_id"} if scoped else expected)
-    assert f"LIMIT {ranking.RARITY_ROWS + 1}" in sql
+    assert f"THEN {ranking.RARITY_ROWS + 1}" in sql
     assert f"LIMIT {ranking.NEAREST_ROWS}" in sql
+    assert f"<= {ranking.LEXICAL_ROWS}" in sql
+
+
+def test_several_queries_are_bound_as_arrays_and_one_as_values() -> None:
+    """A call of one query binds its vector and text as values: PostgreSQL plans the statement once for
+    every such call (an array of unknown length is planned as ten rows, and replanned each call)."""
+    _, one = _compiled(True)
+    assert {"embedding", "query"} <= one
+    assert not {"embeddings", "queries", "query_nos"} & one
+    sql, many = _compiled(True, queries=3)
+    assert {"embeddings", "queries", "query_nos"} <= many
+    assert "unnest(CAST(" in sql
 
 
 def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
