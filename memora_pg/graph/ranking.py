@@ -242,9 +242,11 @@ def hnsw_options() -> ColumnElement[bool]:
     return options.is_not(None)
 
 
-def scope_rows(searchable: ColumnElement[bool]) -> CTE:
-    """The rows matching ``searchable``, counted up to one more than :data:`EXACT_ROWS`: ``n``."""
-    counted = select(number(1)).where(searchable).limit(number(EXACT_ROWS + 1)).subquery("counted")
+def scope_rows(scope: ColumnElement[bool]) -> CTE:
+    """The rows matching ``scope``, counted up to one more than :data:`EXACT_ROWS`: ``n``. A scope of a
+    user is counted in its btree alone (an index-only scan), so the count does not ask whether each row
+    has its embedding: a row without one (made unsearchable) still counts, as a row of the scope."""
+    counted = select(number(1)).where(scope).limit(number(EXACT_ROWS + 1)).subquery("counted")
     return select(func.count().label("n")).select_from(counted).cte("scope_rows")
 
 
@@ -311,7 +313,7 @@ def _candidates(
     :data:`RARITY_ROWS` and :data:`EXACT_ROWS`."""
     embedding, search_text, row_id = corpus.c("embedding"), corpus.c("search_text"), corpus.c(corpus.id_column)
     searchable = and_(where, embedding.is_not(None))
-    size = scope_rows(searchable)
+    size = scope_rows(where)
     arms: list[Select[Any]] = []
     branches = nearest_branches(
         [row_id.label("row_id")],
@@ -324,17 +326,21 @@ def _candidates(
     for i, branch in enumerate(branches):
         near = branch.lateral(f"nearest_{i}")
         arms.append(select(queries.c.query_no, near.c.row_id).select_from(queries.join(near, true())))
-    # Each query term's rows, by the GIN index, counted up to one more than RARITY_ROWS.
+    # Each query term's rows, by the GIN index: counted up to one more than RARITY_ROWS in a scope of at most
+    # EXACT_ROWS; beyond (where the scope's count stops), only as far as telling whether they are candidates.
+    # Two branches of constant limits, one gated off by the scope's count: a limit the planner cannot see
+    # is planned as a scan of a tenth of the table.
     term = func.unnest(queries.c.lexemes).table_valued("lexeme").render_derived().lateral("term")
     large = size.c.n > number(EXACT_ROWS)
-    counted_to = select(case((large, number(candidates + 1)), else_=number(RARITY_ROWS + 1))).scalar_subquery()
-    holding = (
+    holds = search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY))
+    counted = [
         select(row_id.label("row_id"), corpus.c("seq"))
-        .where(searchable, search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY)))
-        .limit(counted_to)
+        .where(searchable, holds, select(gate).scalar_subquery())
+        .limit(number(limit))
         .correlate(term)
-        .subquery("holding")
-    )
+        for gate, limit in ((~large, RARITY_ROWS + 1), (large, candidates + 1))
+    ]
+    holding = union_all(*counted).subquery("holding")
     held = (
         select(
             func.count().label("df"),
@@ -474,7 +480,7 @@ def dense_statement(
         distance=distance,
         seq=corpus.c("seq"),
         limit=k,
-        size=scope_rows(searchable) if scoped else None,
+        size=scope_rows(where) if scoped else None,
     )
     per_query = []
     for i, branch in enumerate(branches):

@@ -78,7 +78,7 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scop
         distance=distance,
         seq=memories.c.seq,
         limit=k,
-        size=ranking.scope_rows(searchable) if scoped else None,
+        size=ranking.scope_rows(where) if scoped else None,
     )
     # Inside a LATERAL of several queries the branches take the query's vector from outside.
     branches = [branch.correlate_except(memories) for branch in branches]

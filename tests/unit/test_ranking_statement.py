@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy.dialects import postgresql
 
 from memora_pg import Settings
-from memora_pg.graph import ranking, search
+from memora_pg.graph import ranking, scoring, search
 
 
 def _compiled(scoped: bool, mode: str = "hybrid", queries: int = 1) -> tuple[str, set[str]]:
@@ -33,7 +33,8 @@ def test_the_statement_binds_only_the_calls_values(scoped: bool) -> None:
     sql, bound = _compiled(scoped)
     expected = {"embedding", "query", "where_org_id", "ef"}
     assert bound == (expected | {"where_user_id"} if scoped else expected)
-    assert f"THEN {ranking.RARITY_ROWS + 1}" in sql
+    assert f"LIMIT {ranking.RARITY_ROWS + 1}" in sql
+    assert f"LIMIT {scoring.Weights().candidates + 1}" in sql
     assert f"LIMIT {ranking.NEAREST_ROWS}" in sql
     assert f"<= {ranking.LEXICAL_ROWS}" in sql
 
