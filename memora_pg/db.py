@@ -42,6 +42,9 @@ T = TypeVar("T")
 # Attempts of a transaction that lost a race (see Database.retrying).
 RETRIES = 3
 
+# The longest statement a connection's statement cache keeps (asyncpg's default is 15 KB).
+CACHEABLE_STATEMENT_BYTES = 128 * 1024
+
 # SQLSTATE 25006: a write on a hot standby, or in a transaction that is READ ONLY.
 READ_ONLY_SQL_TRANSACTION = "25006"
 
@@ -77,6 +80,9 @@ async def resolve_url(settings: Settings) -> str:
 def create_engine(url: str, settings: Settings) -> AsyncEngine:
     connect_args: dict[str, Any] = {
         "statement_cache_size": settings.statement_cache_size,
+        # asyncpg keeps no statement longer than 15 KB by default; a search's is about that long, and one
+        # not kept is prepared and planned anew on every call.
+        "max_cacheable_statement_size": CACHEABLE_STATEMENT_BYTES,
         "server_settings": {"application_name": "memora_pg"},
     }
     if settings.statement_timeout_ms is not None:

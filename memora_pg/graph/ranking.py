@@ -48,9 +48,11 @@ from sqlalchemy import (
     bindparam,
     case,
     column,
+    false,
     func,
     literal_column,
     null,
+    or_,
     select,
     text,
     true,
@@ -62,6 +64,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.schema import Table
 from sqlalchemy.sql.sqltypes import JSON, NullType
+from sqlalchemy.sql.util import ClauseAdapter
 
 from memora_pg import vector_params
 from memora_pg.graph.scoring import Weights
@@ -84,10 +87,16 @@ class Corpus:
     # ``neighbourhood``: a probe orders by them too, so that the index delivers its order even where
     # the scope pins them with IS NULL (which the planner does not take as fixing a column's value).
     order_prefix: tuple[str, ...] = ()
+    # The leading columns of the btree that finds a search's scope (a user's rows, a namespace's): a
+    # search reads its scope in that order, so that its plan walks that index whatever the planner guesses.
+    scope_index: tuple[str, ...] = ("org_id",)
 
     def c(self, name: str) -> ColumnElement[Any]:
         found: ColumnElement[Any] = self.table.c[name]
         return found
+
+    def scope_order(self) -> list[ColumnElement[Any]]:
+        return [self.c(name) for name in self.scope_index]
 
     @property
     def json_columns(self) -> frozenset[str]:
@@ -133,8 +142,10 @@ CROSS JOIN LATERAL (SELECT "{schema}".to_search_text(given.query) AS terms) AS p
 MANY = "SELECT * FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))"
 # The query of a call of one (every face's usual call), as values: a plan made for one query, unlike one made
 # for an array of unknown length, costs what a plan made for its values costs, so PostgreSQL keeps it (a
-# generic plan) instead of planning every call anew.
-ONE = "SELECT 0, CAST(:embedding AS vector), CAST(:query AS text)"
+# generic plan) instead of planning every call anew. The text is a subquery's, so that no plan is made for
+# its words: a plan that knew how many words a query has would cost less than the generic one for a short
+# query, and PostgreSQL would plan every call anew.
+ONE = "SELECT 0, CAST(:embedding AS vector), (SELECT CAST(:query AS text))"
 
 
 def query_params(vectors: Sequence[Sequence[float]], texts: Sequence[str]) -> dict[str, Any]:
@@ -179,11 +190,28 @@ def _by_key(corpus: Corpus, row_id: ColumnElement[Any], *columns: Any, name: str
     return select(*columns).where(key).lateral(name)
 
 
-def _neighbour_probes(corpus: Corpus, searchable: ColumnElement[bool], found: CTE) -> list[Select[Any]]:
-    """The rows just before and just after each ``found`` row in its neighbourhood, by key: one index
-    probe each way (``(org_id, interaction_id, seq)``, or ``(org_id, user_id, seq)`` for rows of no
-    interaction; an AutoGen scope's own index). Each probe is a LATERAL of one row at most; of the
-    alternatives for a row with and without a neighbourhood, its one-time filter runs one."""
+def _scored_columns(corpus: Corpus, query: ColumnElement[Any]) -> list[ColumnElement[Any]]:
+    """What a candidate's score needs, read where its row is read: its key, write order and neighbourhood
+    (``attached`` and ``unattached`` find its neighbours), its cosine similarity to the ``query`` vector,
+    its full-text vector, and the hit's columns."""
+    return [
+        corpus.c(corpus.id_column).label("row_id"),
+        corpus.c("seq").label("seq"),
+        _neighbourhood(corpus),
+        (corpus.c(corpus.neighbourhood) if corpus.neighbourhood else null().cast(Text)).label("attached"),
+        (corpus.c(corpus.unattached) if corpus.unattached else null().cast(Text)).label("unattached"),
+        similarity(corpus.c("embedding").cosine_distance(query)).label("cosine"),
+        corpus.c("search_text").label("search_text"),
+        *(corpus.c(name).label(name) for name in corpus.returned),
+    ]
+
+
+def _neighbour_probes(corpus: Corpus, searchable: ColumnElement[bool], found: CTE, queries: CTE) -> list[Select[Any]]:
+    """The rows just before and just after each ``found`` row in its neighbourhood, by key, with
+    :func:`_scored_columns`: one index probe each way (``(org_id, interaction_id, seq)``, or
+    ``(org_id, user_id, seq)`` for rows of no interaction; an AutoGen scope's own index). Each probe is
+    a LATERAL of one row at most; of the alternatives for a row with and without a neighbourhood, its
+    one-time filter runs one."""
     seq = corpus.c("seq")
     if corpus.neighbourhood is None:
         alternatives: list[ColumnElement[bool]] = [true()]
@@ -199,13 +227,17 @@ def _neighbour_probes(corpus: Corpus, searchable: ColumnElement[bool], found: CT
         order = [corpus.c(name) for name in corpus.order_prefix] + [seq]
         for i, alternative in enumerate(alternatives):
             neighbour = (
-                select(corpus.c(corpus.id_column).label("row_id"))
+                select(*_scored_columns(corpus, queries.c.embedding))
                 .where(searchable, alternative, side)
                 .order_by(*(column.desc() for column in order) if before else order)
                 .limit(number(1))
                 .lateral(f"{'before' if before else 'after'}_{i}")
             )
-            probes.append(select(found.c.query_no, neighbour.c.row_id).select_from(found.join(neighbour, true())))
+            probes.append(
+                select(found.c.query_no, *neighbour.c).select_from(
+                    found.join(queries, queries.c.query_no == found.c.query_no).join(neighbour, true())
+                )
+            )
     return probes
 
 
@@ -222,6 +254,46 @@ RARITY_ROWS = 600
 NEAREST_ROWS = 30
 # The rows of rare query terms a search scores, per query: those whose rare terms weigh most.
 LEXICAL_ROWS = 100
+
+
+# The terms that ANALYZE found most common in the searched table (pg_stats), held by enough of its rows that
+# a scope of ``{scope_rows}`` rows like the table's would hold each in at least ``{common_rows}``: in a
+# large scope, such a term is not rare, and no index is probed to learn it. Without statistics (a table
+# never analysed, row-level security active, a Citus coordinator), none: every term is probed.
+COMMON_TERMS = """
+SELECT e.lexeme
+FROM pg_stats AS s
+CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs)
+     AS e(lexeme, frequency)
+WHERE s.schemaname = '{schema}' AND s.tablename = '{table}' AND s.attname = 'search_text'
+  AND e.lexeme IS NOT NULL  -- the frequencies end with three of their own (the least, the most, of nulls)
+  AND e.frequency * ({scope_rows}) >= {common_rows}
+"""
+# How many rows of the searched table the user ``:where_user_id`` has, as ANALYZE estimated it (a user too
+# few for its statistics to list has none).
+USER_ROWS = """
+SELECT u.frequency * c.reltuples
+FROM pg_stats AS s
+CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_vals AS text) AS text[]), s.most_common_freqs)
+     AS u(user_id, frequency)
+JOIN pg_class AS c ON c.oid = to_regclass('"{schema}"."{table}"')
+WHERE s.schemaname = '{schema}' AND s.tablename = '{table}' AND s.attname = 'user_id'
+  AND u.user_id = :where_user_id
+"""
+
+
+def _common_terms(corpus: Corpus, schema: str, size: CTE, *, candidates: int, user_scope: bool) -> CTE:
+    """:data:`COMMON_TERMS` for a scope of more than :data:`EXACT_ROWS` rows (a scope of fewer reads
+    none): a term at least twice as common as a rare one would be, in a scope of the user's rows as
+    ANALYZE estimated them (``user_scope``: ``where`` is the user's rows and nothing more), or else in
+    the smallest large scope."""
+    smallest = str(EXACT_ROWS + 1)
+    scope = f"greatest({smallest}, coalesce(({USER_ROWS}), 0))" if user_scope else smallest
+    sql = COMMON_TERMS.replace("{scope_rows}", scope).replace("{common_rows}", str(2 * (candidates + 1)))
+    listed = text(sql.replace("{schema}", schema).replace("{table}", corpus.table.name))
+    common = listed.columns(column("lexeme", Text)).subquery("listed")
+    large = select(size.c.n > number(EXACT_ROWS)).scalar_subquery()
+    return select(common.c.lexeme).where(large).cte("common_terms")
 
 
 def nearest_count(k: int, candidates: int) -> int:
@@ -242,37 +314,53 @@ def hnsw_options() -> ColumnElement[bool]:
     return options.is_not(None)
 
 
-def scope_rows(scope: ColumnElement[bool]) -> CTE:
-    """The rows matching ``scope``, counted up to one more than :data:`EXACT_ROWS`: ``n``. A scope of a
-    user is counted in its btree alone (an index-only scan), so the count does not ask whether each row
-    has its embedding: a row without one (made unsearchable) still counts, as a row of the scope."""
-    counted = select(number(1)).where(scope).limit(number(EXACT_ROWS + 1)).subquery("counted")
+def scope_rows(corpus: Corpus, scope: ColumnElement[bool]) -> CTE:
+    """The rows of ``corpus`` matching ``scope``, counted up to one more than :data:`EXACT_ROWS`: ``n``.
+    They are counted in the order of the scope's btree (``Corpus.scope_index``), where a user's rows are
+    counted in the index alone (an index-only scan): so the count does not ask whether each row has its
+    embedding, and a row without one (made unsearchable) still counts, as a row of the scope."""
+    counted = (
+        select(number(1)).where(scope).order_by(*corpus.scope_order()).limit(number(EXACT_ROWS + 1)).subquery("counted")
+    )
     return select(func.count().label("n")).select_from(counted).cte("scope_rows")
 
 
 def nearest_branches(
     columns: Sequence[ColumnElement[Any]],
     *,
+    corpus: Corpus,
     searchable: ColumnElement[bool],
     distance: ColumnElement[Any],
-    seq: ColumnElement[Any],
     limit: int,
     size: CTE | None,
 ) -> list[Select[Any]]:
-    """The ``limit`` rows nearest by ``distance`` among those matching ``searchable``: by the HNSW index
-    (iterative scans, so a selective condition still fills the list); for a search of a scope whose
-    ``size`` (:func:`scope_rows`) is at most :data:`EXACT_ROWS`, by an exact sort of the scope's rows
-    instead (found by its btree; ties by write order). The two are branches of one statement, one of
-    them gated off by the size, so each call runs one. Without a ``size``, the index alone. Each branch
-    also returns the ``distance``, computed once per row (its sort key is that column)."""
+    """The ``limit`` rows of ``corpus`` nearest by ``distance`` among those matching ``searchable``: by
+    the HNSW index (iterative scans, so a selective condition still fills the list); for a search of a
+    scope whose ``size`` (:func:`scope_rows`) is at most :data:`EXACT_ROWS`, by an exact sort of the
+    scope's rows instead (ties by write order), read in the order of its btree (``Corpus.scope_index``)
+    and no further than EXACT_ROWS + 1 of them: whatever the planner guesses of the scope's size, it
+    never scans the table for a small scope. The two are branches of one statement, one of them gated off
+    by the size, so each call runs one. Without a ``size``, the index alone. Each branch also returns the
+    ``distance``, computed once per row (its sort key is that column)."""
     indexed = distance.label("distance")
     by_index = select(*columns, indexed).where(searchable, hnsw_options()).order_by(indexed).limit(number(limit))
     if size is None:
         return [by_index]
     small = select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
-    # "+ 0" hides the ordering from the HNSW index: the scope's rows are sorted.
-    sorted_ = (distance + number(0)).label("distance")
-    exact = select(*columns, sorted_).where(searchable, small).order_by(sorted_, seq).limit(number(limit))
+    rows = (
+        select(corpus.table)
+        .where(searchable, small)
+        .order_by(*corpus.scope_order())
+        .limit(number(EXACT_ROWS + 1))
+        .subquery("scope")
+    )
+    adapt = ClauseAdapter(rows).traverse
+    sorted_ = adapt(distance).label("distance")
+    exact = (
+        select(*(adapt(column) for column in columns), sorted_)
+        .order_by(sorted_, adapt(corpus.c("seq")))
+        .limit(number(limit))
+    )
     return [exact, by_index.where(small.is_(False))]
 
 
@@ -302,7 +390,16 @@ def _rare_rows(rarity: CTE, size: CTE, *, candidates: int) -> Select[Any]:
 
 
 def _candidates(
-    corpus: Corpus, queries: CTE, where: ColumnElement[bool], *, nearest: int, candidates: int, scoped: bool
+    corpus: Corpus,
+    queries: CTE,
+    where: ColumnElement[bool],
+    *,
+    schema: str,
+    nearest: int,
+    candidates: int,
+    scoped: bool,
+    user_scope: bool,
+    statistics: bool,
 ) -> Select[Any]:
     """For each query, its candidates among the rows matching ``where`` with what their score needs:
     the ``nearest`` rows (:func:`nearest_branches`), the rows of the query's rare terms (those at most
@@ -313,13 +410,13 @@ def _candidates(
     :data:`RARITY_ROWS` and :data:`EXACT_ROWS`."""
     embedding, search_text, row_id = corpus.c("embedding"), corpus.c("search_text"), corpus.c(corpus.id_column)
     searchable = and_(where, embedding.is_not(None))
-    size = scope_rows(where)
+    size = scope_rows(corpus, where)
     arms: list[Select[Any]] = []
     branches = nearest_branches(
         [row_id.label("row_id")],
+        corpus=corpus,
         searchable=searchable,
         distance=embedding.cosine_distance(queries.c.embedding),
-        seq=corpus.c("seq"),
         limit=nearest,
         size=size if scoped else None,
     )
@@ -331,14 +428,22 @@ def _candidates(
     # Two branches of constant limits, one gated off by the scope's count: a limit the planner cannot see
     # is planned as a scan of a tenth of the table.
     term = func.unnest(queries.c.lexemes).table_valued("lexeme").render_derived().lateral("term")
+    # A term the table's statistics show to be common is not probed in a large scope (:func:`_common_terms`).
     large = size.c.n > number(EXACT_ROWS)
+    common: ColumnElement[bool] = false()
+    if statistics:
+        listed = _common_terms(corpus, schema, size, candidates=candidates, user_scope=user_scope)
+        common = term.c.lexeme.in_(select(listed.c.lexeme))
     holds = search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY))
     counted = [
         select(row_id.label("row_id"), corpus.c("seq"))
-        .where(searchable, holds, select(gate).scalar_subquery())
-        .limit(number(limit))
-        .correlate(term)
-        for gate, limit in ((~large, RARITY_ROWS + 1), (large, candidates + 1))
+        .where(searchable, holds, select(~large).scalar_subquery())
+        .limit(number(RARITY_ROWS + 1))
+        .correlate(term),
+        select(row_id.label("row_id"), corpus.c("seq"))
+        .where(searchable, holds, select(large).scalar_subquery(), ~common)
+        .limit(number(candidates + 1))
+        .correlate(term),
     ]
     holding = union_all(*counted).subquery("holding")
     held = (
@@ -352,7 +457,7 @@ def _candidates(
     )
     # In a scope of more rows than EXACT_ROWS, whose count stops there, a term is counted only as far as
     # deciding whether its rows are candidates; one held by more rows weighs as one held by RARITY_ROWS.
-    df = case((and_(large, held.c.df > number(candidates)), number(RARITY_ROWS + 1)), else_=held.c.df)
+    df = case((and_(large, or_(held.c.df > number(candidates), common)), number(RARITY_ROWS + 1)), else_=held.c.df)
     rarity = (
         select(queries.c.query_no, term.c.lexeme, df.label("df"), held.c.row_ids, held.c.seqs)
         .select_from(queries.join(term, true()).join(size, true()).join(held, true()))
@@ -360,33 +465,19 @@ def _candidates(
     )
     arms.append(_rare_rows(rarity, size, candidates=candidates))
     chosen = union(*arms).cte("candidates")
-    # The candidates' neighbours join them, found by key (never by reading the scope's rows in order).
-    own = _by_key(
-        corpus,
-        chosen.c.row_id,
-        corpus.c("seq"),
-        (corpus.c(corpus.neighbourhood) if corpus.neighbourhood else null().cast(Text)).label("attached"),
-        (corpus.c(corpus.unattached) if corpus.unattached else null().cast(Text)).label("unattached"),
-        name="own",
-    )
+    # Each candidate's row by its key, then the rows around it by the neighbours' probes, each read once
+    # with what its score needs (never by reading the scope's rows in order).
+    own = _by_key(corpus, chosen.c.row_id, *_scored_columns(corpus, queries.c.embedding), name="own")
     found = (
-        select(chosen.c.query_no, own.c.seq, own.c.attached, own.c.unattached)
-        .select_from(chosen.join(own, true()))
+        select(chosen.c.query_no, *own.c)
+        .select_from(chosen.join(queries, queries.c.query_no == chosen.c.query_no).join(own, true()))
         .cte("found")
     )
-    around = union(select(chosen.c.query_no, chosen.c.row_id), *_neighbour_probes(corpus, searchable, found)).cte(
-        "around"
-    )
-    row = _by_key(
-        corpus,
-        around.c.row_id,
-        _neighbourhood(corpus),
-        corpus.c("seq"),
-        search_text,
-        embedding,
-        *(corpus.c(name) for name in corpus.returned),
-        name="scored",
-    )
+    read = union_all(select(found), *_neighbour_probes(corpus, searchable, found, queries)).subquery("read")
+    # A row both a candidate and a neighbour (or two candidates' neighbour) is scored once.
+    copy = func.row_number().over(partition_by=(read.c.query_no, read.c.row_id)).label("copy")
+    copies = select(read, copy).subquery("copies")
+    row = select(*(c for c in copies.c if c.name != "copy")).where(copies.c.copy == number(1)).cte("around")
     # The query terms each row holds, and how often (a term of no position counts once).
     occurrence = func.unnest(row.c.search_text).table_valued("lexeme", "positions", "weights").lateral("occurrence")
     held_terms = (
@@ -413,10 +504,10 @@ def _candidates(
     # search reads a few hits of many candidates.
     return (
         select(
-            around.c.query_no,
+            row.c.query_no,
             row.c.seq,
             row.c.neighbourhood,
-            similarity(row.c.embedding.cosine_distance(queries.c.embedding)).cast(Float).label("cosine"),
+            row.c.cosine.cast(Float).label("cosine"),
             type_coerce(held_terms.c.term_lexemes, NullType()).label("term_lexemes"),
             type_coerce(held_terms.c.term_counts, NullType()).label("term_counts"),
             type_coerce(frequencies.c.query_lexemes, NullType()).label("query_lexemes"),
@@ -428,13 +519,12 @@ def _candidates(
             ),
         )
         .select_from(
-            around.join(queries, queries.c.query_no == around.c.query_no)
-            .join(row, true())
+            row.join(queries, queries.c.query_no == row.c.query_no)
             .join(held_terms, true())
             .join(size, true())
-            .outerjoin(frequencies, frequencies.c.query_no == around.c.query_no)
+            .outerjoin(frequencies, frequencies.c.query_no == row.c.query_no)
         )
-        .order_by(around.c.query_no)
+        .order_by(row.c.query_no)
     )
 
 
@@ -447,6 +537,8 @@ def statement(
     scoped: bool,
     weights: Weights,
     one_query: bool = True,
+    user_scope: bool = False,
+    statistics: bool = True,
 ) -> Select[Any]:
     """Each query's candidates, with what :func:`memora_pg.graph.scoring.rank` scores them on: ``query_no``,
     ``seq``, ``neighbourhood``, ``cosine``, ``term_lexemes``, ``term_counts``, ``query_lexemes``,
@@ -454,15 +546,21 @@ def statement(
 
     ``where`` must pin the organization (as ``:where_org_id``, which the lookups by key reuse);
     ``scoped`` says it also pins a user or a namespace (whose rows may then be few enough to sort
-    exactly). Takes :func:`query_params`' parameters (of one query when ``one_query``), and ``ef``.
+    exactly); ``user_scope`` that it is a user's rows and nothing more (``:where_user_id``).
+    ``statistics`` says the table's statistics may be read (:data:`COMMON_TERMS`; not on Citus, whose
+    coordinator has none of a distributed table and whose workers would read them as the caller). Takes
+    :func:`query_params`' parameters (of one query when ``one_query``), and ``ef``.
     """
     return _candidates(
         corpus,
         _queries(schema, one_query),
         where,
+        schema=schema,
         nearest=nearest_count(k, weights.candidates),
         candidates=weights.candidates,
         scoped=scoped,
+        user_scope=user_scope,
+        statistics=statistics,
     )
 
 
@@ -476,11 +574,11 @@ def dense_statement(
     searchable = and_(where, corpus.c("embedding").is_not(None))
     branches = nearest_branches(
         [corpus.c(name) for name in corpus.returned],
+        corpus=corpus,
         searchable=searchable,
         distance=distance,
-        seq=corpus.c("seq"),
         limit=k,
-        size=scope_rows(where) if scoped else None,
+        size=scope_rows(corpus, where) if scoped else None,
     )
     per_query = []
     for i, branch in enumerate(branches):

@@ -58,6 +58,7 @@ MEMORIES = ranking.Corpus(
     neighbourhood="interaction_id",
     returned=("org_id", "user_id", "agent_id", "memory_id", "memory", "metadata", "obtained_at"),
     unattached="user_id",
+    scope_index=("org_id", "user_id"),  # ix_memories_user_stored and its siblings
 )
 
 # One row per query vector, numbered from 0.
@@ -74,11 +75,11 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scop
     searchable = and_(memories.c.embedding.is_not(None), where)
     branches = ranking.nearest_branches(
         [memories.c[name] for name in MEMORIES.returned],
+        corpus=MEMORIES,
         searchable=searchable,
         distance=distance,
-        seq=memories.c.seq,
         limit=k,
-        size=ranking.scope_rows(where) if scoped else None,
+        size=ranking.scope_rows(MEMORIES, where) if scoped else None,
     )
     # Inside a LATERAL of several queries the branches take the query's vector from outside.
     branches = [branch.correlate_except(memories) for branch in branches]
@@ -235,6 +236,7 @@ AUTOGEN_CONTENTS = ranking.Corpus(
     neighbourhood=None,
     returned=autogen_contents_rows.RETURNED,
     order_prefix=("org_id", "namespace", "user_id", "agent_id"),  # ix_autogen_contents_namespace
+    scope_index=("org_id", "namespace", "user_id", "agent_id"),
 )
 
 # The HNSW options of upstream mode's search over a whole organization, for its transaction only:
@@ -256,16 +258,20 @@ def statement(
     mode: str,
     settings: Settings,
     unrelated_similarity: float = 0.0,
+    statistics: bool = True,
 ) -> Statement:
     """The search for ``texts`` (embedded as ``vectors``) among the rows of ``corpus`` matching ``where``:
-    in dense mode its hits, in hybrid mode its candidates (:func:`ranked` scores them)."""
+    in dense mode its hits, in hybrid mode its candidates (:func:`ranked` scores them). ``statistics``
+    says the hybrid statement may read the table's statistics (not on Citus)."""
     weights = scoring.Weights.from_settings(settings, unrelated_similarity)
     dense = mode == "dense"
     one = len(vectors) == 1
     if where.shape is not None:
-        built = _built(corpus, schema, where.shape, k, scoped, dense, weights, one)
+        built = _built(corpus, schema, where.shape, k, scoped, dense, weights, one, statistics)
     else:
-        built = _build(corpus, schema, where.sql(), k, scoped, dense, weights, one)
+        built = _build(
+            corpus, schema, where.sql(), k, scoped, dense, weights, one, user_scope=False, statistics=statistics
+        )
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
     # The HNSW scan's search width: the setting's, or the rows it is asked for if more.
@@ -283,9 +289,22 @@ def _build(
     dense: bool,
     weights: scoring.Weights,
     one: bool,
+    *,
+    user_scope: bool,
+    statistics: bool,
 ) -> Select[Any]:
     if not dense:
-        return ranking.statement(corpus, schema=schema, where=where, k=k, scoped=scoped, weights=weights, one_query=one)
+        return ranking.statement(
+            corpus,
+            schema=schema,
+            where=where,
+            k=k,
+            scoped=scoped,
+            weights=weights,
+            one_query=one,
+            user_scope=user_scope,
+            statistics=statistics,
+        )
     if corpus is MEMORIES:
         return nearest_statement(where=where, k=k, scoped=scoped, queries=1 if one else 2)
     return ranking.dense_statement(corpus, schema=schema, where=where, k=k, scoped=scoped, one_query=one)
@@ -301,9 +320,20 @@ def _built(
     dense: bool,
     weights: scoring.Weights,
     one: bool,
+    statistics: bool,
 ) -> Select[Any]:
     """A search of a usual scope, built once: building the statement costs more than running it."""
-    return _build(corpus, schema, _SHAPES[shape[0]](*shape[1:]), k, scoped, dense, weights, one)
+    condition = _SHAPES[shape[0]](*shape[1:])
+    user_scope = _user_scope(shape)
+    return _build(
+        corpus, schema, condition, k, scoped, dense, weights, one, user_scope=user_scope, statistics=statistics
+    )
+
+
+def _user_scope(shape: tuple[Any, ...]) -> bool:
+    """Whether a condition of this shape is a user's memories and nothing more (no agent, no time, no filter):
+    a scope whose size the table's statistics estimate."""
+    return shape[:5] == ("memories", True, False, False, None) and len(shape) == 6
 
 
 async def find(
@@ -339,6 +369,7 @@ async def find(
         mode=mode,
         settings=settings,
         unrelated_similarity=unrelated_similarity,
+        statistics=not await database.citus(),
     )
     # One statement in autocommit, whatever the scope: the HNSW options are set inside it.
     rows = await database.execute_one(search, read_only=True, org_id=org_id)

@@ -114,10 +114,26 @@ async def test_a_large_users_search_reads_a_bounded_number_of_rows(seeded: Async
     assert sum(read) <= LARGE // 2, read
     # Beyond EXACT_ROWS, a word's rows are counted only as far as telling whether they are candidates.
     probes = [n for n in scans if n["Node Type"] == "Bitmap Heap Scan"]
-    assert probes
-    assert max(n["Actual Rows"] for n in probes) <= scoring.Weights().candidates + 1
+    assert all(n["Actual Rows"] <= scoring.Weights().candidates + 1 for n in probes)
     # The neighbours of the candidates, each by one probe of the interaction's write order.
     assert "ix_memories_interaction_seq" in indexes
+
+
+async def test_a_large_users_search_probes_no_word_the_tables_statistics_show_common(seeded: AsyncEngine) -> None:
+    """Every memory of the large user says "talked", and a fifth of them "chess" or "music": ANALYZE's
+    statistics show each held by far more of the user's rows than a rare word is, so the GIN index is
+    never probed for them. "zeppelin" (5 rows) is probed, and its memories are found."""
+    common = await _analyze(seeded, _statement("large", "talked about chess and music"))
+    assert not [n for n in _memories_scans(common) if n["Node Type"] == "Bitmap Heap Scan"]
+    rare = await _analyze(seeded, _statement("large", "the zeppelin"))
+    probes = [n for n in _memories_scans(rare) if n["Node Type"] == "Bitmap Heap Scan"]
+    assert sum(n["Actual Rows"] * n["Actual Loops"] for n in probes) == LARGE // 2000
+    store = PgVectorDB(seeded, settings=Settings(db_schema="memora"), embedder=HashEmbedder(DIMENSIONS))
+    try:
+        hits = await store.search_memory("the zeppelin", MemorySearchScope.USER, "org", "large")
+        assert sum("zeppelin" in memory.memory for memory, _ in hits) == LARGE // 2000
+    finally:
+        await store.close()
 
 
 async def test_a_small_users_search_sorts_its_rows_and_probes_unattached_neighbours(seeded: AsyncEngine) -> None:
@@ -152,3 +168,30 @@ async def test_a_large_users_search_fills_its_hits_and_leaves_the_session_as_it_
         assert tuple(settings) == ("40", "off")
     finally:
         await store.close()
+
+
+async def test_a_search_statement_is_prepared_once_and_kept_on_its_connection(seeded_url: str) -> None:
+    """A search's statement is longer than asyncpg keeps by default (15 KB): memora_pg's engine keeps it,
+    so each call runs the connection's prepared statement, and PostgreSQL may keep one plan for it."""
+    store = PgVectorDB(
+        seeded_url, settings=Settings(db_schema="memora", pool_size=1), embedder=HashEmbedder(DIMENSIONS)
+    )
+    try:
+        for query in ("tea", "chess", "lisbon", "music", "cycling", "zeppelin", "tea and chess"):
+            await store.search_memory(query, MemorySearchScope.USER, "org", "small")
+        engine = await store._db.engine()
+        async with engine.connect() as conn:
+            runs = (
+                await conn.execute(
+                    text(
+                        "SELECT generic_plans + custom_plans, length(statement) FROM pg_prepared_statements"
+                        " WHERE statement LIKE 'WITH queries%'"
+                    )
+                )
+            ).all()
+    finally:
+        await store.close()
+    # Every call ran a kept statement (the first of a statement runs through SQLAlchemy's own cache, the rest
+    # through asyncpg's), none one prepared and planned for itself alone.
+    assert sum(executions for executions, _ in runs) == 7
+    assert max(length for _, length in runs) > 15 * 1024

@@ -51,14 +51,15 @@ def test_several_queries_are_bound_as_arrays_and_one_as_values() -> None:
 
 
 def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
-    """A user's search sorts exactly up to EXACT_ROWS rows (the "+ 0" hides the order from HNSW) and walks
-    the index beyond, both gated by the one bounded count; a search of a whole organization has the index."""
+    """A user's search sorts exactly up to EXACT_ROWS rows, read in the order of the user's btree and no
+    further than one more (whatever the planner guesses of the user's size), and walks the index beyond,
+    both gated by the one bounded count; a search of a whole organization has the index."""
     scoped, _ = _compiled(True)
     assert f"LIMIT {ranking.EXACT_ROWS + 1}" in scoped
-    assert "+ 0" in scoped
+    assert scoped.count("ORDER BY memories.org_id, memories.user_id") == 2  # the count, the sort
     assert scoped.count("set_config") == 2
     organization, _ = _compiled(False)
-    assert "+ 0" not in organization
+    assert "AS scope" not in organization
     assert "set_config" in organization
 
 
