@@ -256,44 +256,30 @@ NEAREST_ROWS = 30
 LEXICAL_ROWS = 100
 
 
-# The terms that ANALYZE found most common in the searched table (pg_stats), held by enough of its rows that
-# a scope of ``{scope_rows}`` rows like the table's would hold each in at least ``{common_rows}``: in a
-# large scope, such a term is not rare, and no index is probed to learn it. Without statistics (a table
-# never analysed, row-level security active, a Citus coordinator), none: every term is probed.
+# The words of the searched table that ANALYZE's statistics show common enough that a large scope like
+# the table holds each in at least ``{common_rows}`` rows: the schema's ``common_terms`` (migration 0010),
+# given the smallest large scope, and the user whose rows the scope is, if it is just a user's rows.
 COMMON_TERMS = """
-SELECT e.lexeme
-FROM pg_stats AS s
-CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs)
-     AS e(lexeme, frequency)
-WHERE s.schemaname = '{schema}' AND s.tablename = '{table}' AND s.attname = 'search_text'
-  AND e.lexeme IS NOT NULL  -- the frequencies end with three of their own (the least, the most, of nulls)
-  AND e.frequency * ({scope_rows}) >= {common_rows}
-"""
-# How many rows of the searched table the user ``:where_user_id`` has, as ANALYZE estimated it (a user too
-# few for its statistics to list has none).
-USER_ROWS = """
-SELECT u.frequency * c.reltuples
-FROM pg_stats AS s
-CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_vals AS text) AS text[]), s.most_common_freqs)
-     AS u(user_id, frequency)
-JOIN pg_class AS c ON c.oid = to_regclass('"{schema}"."{table}"')
-WHERE s.schemaname = '{schema}' AND s.tablename = '{table}' AND s.attname = 'user_id'
-  AND u.user_id = :where_user_id
+SELECT listed.lexeme
+FROM "{schema}".common_terms('{table}', {user}, {scope_rows}, {common_rows}) AS listed(lexeme)
 """
 
 
 def _common_terms(corpus: Corpus, schema: str, size: CTE, *, candidates: int, user_scope: bool) -> CTE:
-    """:data:`COMMON_TERMS` for a scope of more than :data:`EXACT_ROWS` rows (a scope of fewer reads
-    none): a term at least twice as common as a rare one would be, in a scope of the user's rows as
-    ANALYZE estimated them (``user_scope``: ``where`` is the user's rows and nothing more), or else in
-    the smallest large scope."""
-    smallest = str(EXACT_ROWS + 1)
-    scope = f"greatest({smallest}, coalesce(({USER_ROWS}), 0))" if user_scope else smallest
-    sql = COMMON_TERMS.replace("{scope_rows}", scope).replace("{common_rows}", str(2 * (candidates + 1)))
-    listed = text(sql.replace("{schema}", schema).replace("{table}", corpus.table.name))
-    common = listed.columns(column("lexeme", Text)).subquery("listed")
+    """:data:`COMMON_TERMS` for a scope of more than :data:`EXACT_ROWS` rows (a smaller scope runs
+    nothing): a word held by at least twice as many rows as a rare word may be, in a scope of the user's
+    rows as ANALYZE estimated them (``user_scope``: ``where`` is the user's rows and nothing more,
+    ``:where_user_id``), or else in the smallest large scope. Without statistics, none."""
+    sql = (
+        COMMON_TERMS.replace("{schema}", schema)
+        .replace("{table}", corpus.table.name)
+        .replace("{user}", "CAST(:where_user_id AS text)" if user_scope else "NULL")
+        .replace("{scope_rows}", str(EXACT_ROWS + 1))
+        .replace("{common_rows}", str(2 * (candidates + 1)))
+    )
+    listed = text(sql).columns(column("lexeme", Text)).subquery("listed")
     large = select(size.c.n > number(EXACT_ROWS)).scalar_subquery()
-    return select(common.c.lexeme).where(large).cte("common_terms")
+    return select(listed.c.lexeme).where(large).cte("common_terms")
 
 
 def nearest_count(k: int, candidates: int) -> int:

@@ -12,6 +12,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -177,8 +178,10 @@ async def test_a_search_statement_is_prepared_once_and_kept_on_its_connection(se
         seeded_url, settings=Settings(db_schema="memora", pool_size=1), embedder=HashEmbedder(DIMENSIONS)
     )
     try:
+        # A search of a user's memories with an agent, as of a time: one of the longest statements.
+        at = datetime.now(timezone.utc)
         for query in ("tea", "chess", "lisbon", "music", "cycling", "zeppelin", "tea and chess"):
-            await store.search_memory(query, MemorySearchScope.USER, "org", "small")
+            await store.search_memory(query, MemorySearchScope.USER, "org", "small", "agent", as_of=at)
         engine = await store._db.engine()
         async with engine.connect() as conn:
             runs = (
