@@ -80,6 +80,13 @@ _FOREIGN_KEY_VIOLATION = "23503"
 _INVALID_INPUT_CLASSES = ("22",)
 # serialization_failure, deadlock_detected
 _RETRYABLE = ("40001", "40P01")
+# undefined_table, undefined_function: a schema not migrated, or not migrated to this version
+_MISSING_OBJECT = ("42P01", "42883")
+MIGRATE_HINT = (
+    "memora_pg's schema is missing here, or older than this version of memora_pg: call `await store.setup()` "
+    "(the Memora face; the mem0-style and AutoGen faces migrate on first use), or run `memora-pg db upgrade` "
+    "or `alembic upgrade head`; check MEMORA_PG_SCHEMA if the schema is elsewhere."
+)
 
 
 def _driver_errors(error: BaseException) -> tuple[object, ...]:
@@ -121,8 +128,9 @@ def translate(error: sa_exc.DBAPIError | asyncpg.PostgresError) -> MemoraPGError
     elif code in _RETRYABLE:
         translated = TransientDatabaseError(f"The transaction lost a race and was rolled back (SQLSTATE {code}).")
     else:
+        hint = f" {MIGRATE_HINT}" if code in _MISSING_OBJECT else ""
         translated = DatabaseError(
-            f"The database call failed (SQLSTATE {code or 'unknown'}): {getattr(error, 'orig', error)!r}"
+            f"The database call failed (SQLSTATE {code or 'unknown'}): {getattr(error, 'orig', error)!r}.{hint}"
         )
     translated.sqlstate = code
     translated.constraint_name = _constraint_name(error)

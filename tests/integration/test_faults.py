@@ -112,3 +112,14 @@ async def test_setup_of_a_migrated_copy_is_a_no_op(fresh_database: str) -> None:
     await graph.setup()
     await graph.setup()
     await engine.dispose()
+
+
+async def test_a_call_before_setup_says_how_to_migrate(fresh_database: str) -> None:
+    """The Memora face on a database never migrated: a DatabaseError that names setup() and the command,
+    not a bare "relation does not exist"."""
+    graph = PostgresGraphDB(fresh_database, embedder=HashEmbedder(384))
+    try:
+        with pytest.raises(DatabaseError, match=r"42P01.*await store\.setup\(\).*memora-pg db upgrade"):
+            await graph.create_organization("Acme")
+    finally:
+        await graph.close()
