@@ -526,7 +526,7 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     ``MemoryMimeType`` values come back as its members; empty metadata comes back as None.
 
     ``query()`` returns the ``k`` best entries by the hybrid search's score (every face's ranking,
-    :mod:`memora_pg.graph.ranking`), best first, each with that score as ``metadata["score"]`` and
+    :mod:`memora_pg.graph.scoring`), best first, each with that score as ``metadata["score"]`` and
     its cosine similarity to the query as ``metadata["similarity"]`` beside its stored metadata,
     dropping those whose similarity is under ``score_threshold``; both can be overridden per call
     (``query(q, k=3, score_threshold=0.5)``), also under the names other AutoGen memories use:

@@ -7,7 +7,7 @@ its graph row stays, as upstream's vector delete leaves the graph node.
 
 Searches rank through :mod:`memora_pg.graph.search`, as every face's do. By default
 (``search_mode="hybrid"``) the score in [0, 1] fuses the cosine similarity and a BM25-style
-full-text score (:mod:`memora_pg.graph.ranking`); the top ``search_top_k`` (10) with a score
+full-text score (:mod:`memora_pg.graph.scoring`); the top ``search_top_k`` (10) with a score
 above 0 are returned. ``"dense"`` scores by cosine similarity alone; ``"upstream"`` keeps
 upstream Memora's Qdrant-style fusion (sum of 1/(rank + 2) over two lists of 12, kept above
 0.35). The default search scores candidates only: the nearest memories (an exact sort of a

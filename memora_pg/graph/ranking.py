@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
@@ -98,7 +99,7 @@ class Corpus:
     def scope_order(self) -> list[ColumnElement[Any]]:
         return [self.c(name) for name in self.scope_index]
 
-    @property
+    @cached_property
     def json_columns(self) -> frozenset[str]:
         """The returned columns of a JSON type, which a search statement returns as their text."""
         return frozenset(name for name in self.returned if isinstance(self.table.c[name].type, JSON))
@@ -421,15 +422,16 @@ def _candidates(
         listed = _common_terms(corpus, schema, size, candidates=candidates, user_scope=user_scope)
         common = term.c.lexeme.in_(select(listed.c.lexeme))
     holds = search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY))
+    branches_of_count = (
+        (RARITY_ROWS + 1, [select(~large).scalar_subquery()]),
+        (candidates + 1, [select(large).scalar_subquery(), ~common]),
+    )
     counted = [
         select(row_id.label("row_id"), corpus.c("seq"))
-        .where(searchable, holds, select(~large).scalar_subquery())
-        .limit(number(RARITY_ROWS + 1))
-        .correlate(term),
-        select(row_id.label("row_id"), corpus.c("seq"))
-        .where(searchable, holds, select(large).scalar_subquery(), ~common)
-        .limit(number(candidates + 1))
-        .correlate(term),
+        .where(searchable, holds, *gates)
+        .limit(number(limit))
+        .correlate(term)
+        for limit, gates in branches_of_count
     ]
     holding = union_all(*counted).subquery("holding")
     held = (

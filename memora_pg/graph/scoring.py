@@ -76,8 +76,7 @@ def rank(candidates: Sequence[Candidate], *, k: int, weights: Weights) -> list[t
     """The ``k`` best of one query's candidates, best first (ties by write order), with their scores."""
     if not candidates:
         return []
-    w = weights
-    rows = candidates
+    w, rows = weights, candidates
     before, after = _neighbours(rows)
     own = [_held(row) for row in rows]
     window = [_window(own[i], own, before[i], after[i], w.neighbour_terms) for i in range(len(rows))]

@@ -1,7 +1,8 @@
 """Where a memory is searched: every search of every face, in one statement per call.
 
-* :func:`find` runs the searches of the faces: the hybrid ranking of :mod:`memora_pg.graph.ranking`
-  (the default: dense and BM25-style lexical arms fused, score in [0, 1]), or the cosine
+* :func:`find` runs the searches of the faces: the hybrid ranking (the default: the candidates of
+  :mod:`memora_pg.graph.ranking`, scored by :mod:`memora_pg.graph.scoring`, dense and BM25-style
+  lexical arms fused, score in [0, 1]), or the cosine
   similarity alone (``search_mode="dense"``). Every hit also carries its cosine similarity
   (``cosine``). Each search is one statement in autocommit, whatever its scope: a scope of few
   rows is sorted exactly, a larger one or a whole organization walks the HNSW index, whose
@@ -333,7 +334,10 @@ def _built(
 def _user_scope(shape: tuple[Any, ...]) -> bool:
     """Whether a condition of this shape is a user's memories and nothing more (no agent, no time, no filter):
     a scope whose size the table's statistics estimate."""
-    return shape[:5] == ("memories", True, False, False, None) and len(shape) == 6
+    if shape[0] != "memories":
+        return False
+    _, user, agent, current_only, clock, _, *filtered = shape  # the shape memories_where builds
+    return user and not agent and not current_only and clock is None and not filtered
 
 
 async def find(
