@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -90,11 +91,12 @@ def llm() -> Iterator[FakeOpenAIServer]:
 async def mem0s(database_url: str, llm: FakeOpenAIServer) -> AsyncIterator[list[AsyncMemory]]:
     """One AsyncMemory per organization (a collection is an organization)."""
     stores: list[AsyncMemory] = []
+    run = uuid.uuid4().hex[:12]  # a fresh collection per test: a reused object id once named an old one
     for i in range(ORGS):
         config = {
             "vector_store": {
                 "provider": "pgvector",
-                "config": {"connection_string": database_url, "collection_name": f"citus-{i}-{id(stores)}"},
+                "config": {"connection_string": database_url, "collection_name": f"citus-{i}-{run}"},
             },
             "llm": {
                 "provider": "openai",
