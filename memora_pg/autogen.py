@@ -36,7 +36,7 @@ from memora_pg.embeddings import (
     embed_checked,
     unrelated_similarity,
 )
-from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.graph import audit, autogen_contents, search, timeline
 from memora_pg.graph.validate import no_nul
 
@@ -372,6 +372,7 @@ class PostgresMemoryConfig(BaseModel):
     org_id: str | None = None
     user_id: str | None = None
     agent_id: str | None = None
+    allow_reset: bool = False
 
     @field_serializer("database_url")
     def _hide_password(self, url: SecretStr | None) -> str | None:
@@ -558,6 +559,7 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         user_id: str | None = None,
         agent_id: str | None = None,
         settings: Settings | None = None,
+        allow_reset: bool = False,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise InvalidInputError("`name` (the memory's namespace) must be a non-empty string.")
@@ -582,12 +584,20 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         self._embedder = embedder
         self._k = _check_k(k)
         self._score_threshold = _check_threshold(score_threshold)
+        if not isinstance(allow_reset, bool):
+            raise InvalidInputError("`allow_reset` must be a bool.")
+        self._allow_reset = allow_reset
 
     # -- plumbing ------------------------------------------------------------------------
 
     @property
     def name(self) -> str:
         """The namespace."""
+        return self._scope.namespace
+
+    @property
+    def collection_name(self) -> str:
+        """The namespace, by the name AutoGen's ChromaDB memory gives its collection."""
         return self._scope.namespace
 
     @property
@@ -631,6 +641,7 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
             org_id=None if self._creates_org else self.org_id,
             user_id=self.user_id,
             agent_id=self.agent_id,
+            allow_reset=self._allow_reset,
         )
 
     @classmethod
@@ -645,6 +656,7 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
             org_id=config.org_id,
             user_id=config.user_id,
             agent_id=config.agent_id,
+            allow_reset=config.allow_reset,
         )
 
     def _new_database_dimensions(self) -> int:
@@ -787,6 +799,19 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
                     method="autogen.clear",
                     ids={"namespace": self._scope.namespace},
                 )
+
+    async def reset(self) -> None:
+        """Delete the whole namespace in this organization: the entries of every user and agent in it, where
+        :meth:`clear` deletes this memory's scope only. It is AutoGen's ChromaDB memory's ``reset()``, which
+        empties its store, for a store shared by many: other namespaces, organizations and the memories of
+        the other faces are untouched. Refused unless the memory was made with ``allow_reset=True``, as
+        ChromaDB refuses it without ``allow_reset``."""
+        if not self._allow_reset:
+            raise ConfigurationError("reset() deletes the whole namespace: make the memory with allow_reset=True.")
+        await self._db.ensure_schema(self._new_database_dimensions)
+        async with self._db.transaction(org_id=self._scope.org_id) as conn:
+            if await autogen_contents.clear_namespace(conn, org_id=self._scope.org_id, namespace=self._scope.namespace):
+                await self._audit(conn, method="autogen.reset", ids={"namespace": self._scope.namespace})
 
     # Last in the class: from here on the name ``list`` is this method, hence ``builtins.list``.
     async def list(self) -> builtins.list[MemoryContent]:

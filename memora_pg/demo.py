@@ -11,8 +11,10 @@ from datetime import datetime, timezone
 
 from memora_pg.config import Settings
 from memora_pg.contract import MemorySearchScope
+from memora_pg.embeddings import unrelated_similarity
 from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
 from memora_pg.store import PostgresGraphDB
+from memora_pg.vector import PgVectorDB
 
 
 def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -25,6 +27,18 @@ def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]])
     ]
     out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(out) + "\n"
+
+
+def _score_meaning(settings: Settings, floor: float) -> str:
+    """What a search score says, with this run's weights."""
+    dense = settings.search_dense_weight
+    floor = floor if settings.search_cosine_floor is None else settings.search_cosine_floor
+    return (
+        f"A score is in [0, 1]: {dense:.0%} meaning (how far the cosine similarity lies above {floor:.2f}, where\n"
+        f"this embedder places unrelated texts) and {1 - dense:.0%} words (BM25), lifted a little by the memory\n"
+        "written just before or after it. 0 is unrelated; a short memory that answers the question well\n"
+        "scores about 0.2 to 0.5, so read the order, not the number.\n"
+    )
 
 
 def _when(day: int) -> datetime:
@@ -114,7 +128,7 @@ async def run_demo(settings: Settings) -> None:
 
         question = "Which city is Jake living in now?"
         vector = graph.get_associated_vector_db()
-        assert vector is not None
+        assert isinstance(vector, PgVectorDB)
         (hits,) = await vector.search_memories([question], MemorySearchScope.USER, org.org_id, jake.user_id)
         print(
             _table(
@@ -123,6 +137,7 @@ async def run_demo(settings: Settings) -> None:
                 [[f"{score:.3f}", m.memory] for m, score in hits],
             )
         )
+        print(_score_meaning(settings, unrelated_similarity(vector.embedder)))
         refs = [{"memory_id": m.memory_id, "user_id": m.user_id, "org_id": m.org_id} for m, _ in hits]
         resolved = await graph.fetch_user_memories_resolved(refs)
         print(

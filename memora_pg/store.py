@@ -305,7 +305,7 @@ class PostgresGraphDB(BaseGraphDB):
         list is ``InvalidInputError``; in both cases nothing is written.
         """
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
-        write = await self._prepare(memories_and_interaction)
+        write = await self._prepare(memories_and_interaction, org_id=org_id, user_id=user_id, agent_id=agent_id)
         interaction_id = new_short_id()
         audited = self._entry(
             "save_interaction_with_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
@@ -378,7 +378,7 @@ class PostgresGraphDB(BaseGraphDB):
         """
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
-        write = await self._prepare(updated_memories_and_interaction)
+        write = await self._prepare(updated_memories_and_interaction, org_id=org_id, user_id=user_id, agent_id=agent_id)
         audited = self._entry(
             "update_interaction_and_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
         )
@@ -403,8 +403,9 @@ class PostgresGraphDB(BaseGraphDB):
         _warn_unlinked(await self._db.retrying(work, org_id=org_id))
         return interaction_id, write.at
 
-    async def _prepare(self, given: object) -> _Write:
-        """Everything a save or update writes, validated and embedded before its transaction opens."""
+    async def _prepare(self, given: object, *, org_id: str, user_id: str, agent_id: str) -> _Write:
+        """Everything a save or update writes, validated and embedded before its transaction opens
+        (each memory's text as a read shows it: :meth:`PgVectorDB.embed_memories`)."""
         payload = check.payload(given)
         new_messages = check.messages(payload)
         items = check.new_memories(payload, len(new_messages))
@@ -412,7 +413,7 @@ class PostgresGraphDB(BaseGraphDB):
         return _Write(
             at=payload.interaction_date,
             messages=new_messages,
-            items=await _embedded(native, items),
+            items=await _embedded(native, items, org_id=org_id, user_id=user_id, agent_id=agent_id),
             native=native,
             foreign=self._foreign_vector_db() if native is None else None,
         )
@@ -695,11 +696,14 @@ class _Write:
     foreign: BaseVectorDB | None
 
 
-async def _embedded(native: PgVectorDB | None, items: list[NewMemory]) -> list[NewMemory]:
+async def _embedded(
+    native: PgVectorDB | None, items: list[NewMemory], *, org_id: str, user_id: str, agent_id: str
+) -> list[NewMemory]:
     """The items with their embeddings, computed before any transaction opens."""
     if native is None or not items:
         return items
-    vectors = await native.embed_documents([item.text for item in items])
+    texts = [item.text for item in items]
+    vectors = await native.embed_memories(texts, org_id=org_id, user_id=user_id, agent_id=agent_id)
     return [replace(item, embedding=vector) for item, vector in zip(items, vectors, strict=True)]
 
 

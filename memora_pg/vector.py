@@ -35,10 +35,9 @@ from memora_pg.embeddings import (
     unrelated_similarity,
 )
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import audit, memories, saves, search, timeline
+from memora_pg.graph import audit, memories, render, saves, search, timeline, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
-from memora_pg.graph.render import hit_model
 from memora_pg.ids import parse_memory_id
 from memora_pg.models import Memory, as_utc
 
@@ -119,6 +118,29 @@ class PgVectorDB(BaseVectorDB):
         await self.check_dimensions()
         return await embed_checked(self.embedder, texts, query=False)
 
+    async def embed_memories(
+        self, texts: Sequence[str], *, org_id: str, user_id: str, agent_id: str | None
+    ) -> list[list[float]]:
+        """Embed the texts of memories of ``user_id`` and ``agent_id`` as a read shows them: their own
+        user's and agent's placeholders replaced by the names (:func:`render.for_embedding`). The names
+        are read (one round trip) only when a text holds such a placeholder."""
+        given = list(texts)
+        if render.names_own_placeholders(given, user_id=user_id, agent_id=agent_id):
+            (named,) = await self._db.execute_one(
+                users.names(org_id=org_id, user_id=user_id, agent_id=agent_id), read_only=True, org_id=org_id
+            )
+            given = [
+                render.for_embedding(
+                    text,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                    user_name=named.user_name,
+                    agent_label=named.agent_label,
+                )
+                for text in given
+            ]
+        return await self.embed_documents(given)
+
     # -- writing -------------------------------------------------------------------------
 
     async def add_memories(
@@ -143,7 +165,7 @@ class PgVectorDB(BaseVectorDB):
             at = as_utc(datetime.fromisoformat(obtained_at))
         except (TypeError, ValueError) as error:
             raise InvalidInputError("obtained_at must be an ISO 8601 datetime string") from error
-        vectors = await self.embed_documents(memories)
+        vectors = await self.embed_memories(memories, org_id=org_id, user_id=user_id, agent_id=agent_id)
         items = [
             NewMemory(memory_id=memory_id, text=text, embedding=vector)
             for memory_id, text, vector in zip(ids, memories, vectors, strict=True)
@@ -295,7 +317,7 @@ class PgVectorDB(BaseVectorDB):
             mode=self.search_mode,
         )
         # A memory that neither arm relates to the query (score 0) is not a hit.
-        return [[(hit_model(row), score) for row, score in hits if score > 0] for hits in found]
+        return [[(render.hit_model(row), score) for row, score in hits if score > 0] for hits in found]
 
 
 def _memory_uuid(value: object) -> uuid.UUID:

@@ -123,11 +123,19 @@ def test_errors_exit_1_with_a_message(capsys: pytest.CaptureFixture[str]) -> Non
     assert err.startswith("error: memora_pg needs PostgreSQL")
 
 
+FACTS = ("lives in Lisbon", "moved to Berlin", "allergic", "green tea", "thanked")
+
+
 def test_demo_runs_on_a_given_database(database_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     """memora-pg demo tells its story on any server: the newest version wins, the history shows both, and
     as of a day in between the older one was true."""
     assert main(["demo", "--database-url", database_url]) == 0
     out = capsys.readouterr().out
+    # The search ranks the new city above every fact unrelated to where Jake lives, and says what a score means.
+    ranked = [line for line in out.split("Search:")[1].split("A score is")[0].splitlines() if " user_" in line]
+    order = [next((fact for fact in FACTS if fact in line), line) for line in ranked]
+    assert order.index("moved to Berlin") < min(order.index(f) for f in ("allergic", "green tea", "thanked"))
+    assert "0 is unrelated" in out
     resolved = out.split("Resolved:")[1].split("History")[0]
     assert "Jake moved to Berlin" in resolved
     assert "Jake lives in Lisbon" not in resolved

@@ -210,6 +210,12 @@ async def clear(conn: AsyncConnection, *, scope: Scope) -> int:
     return result.rowcount
 
 
+async def clear_namespace(conn: AsyncConnection, *, org_id: str, namespace: str) -> int:
+    """Delete every entry of the namespace in the organization, of every user and agent."""
+    result = await conn.execute(delete(autogen_contents).where(c.org_id == org_id, c.namespace == namespace))
+    return result.rowcount
+
+
 # -- reading ---------------------------------------------------------------------------------
 
 

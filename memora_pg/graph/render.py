@@ -33,6 +33,43 @@ def render(text: str, *, user_name: str | None, agent_label: str | None) -> str:
     return _TOKEN.sub(replace, text)
 
 
+# -- the text a memory is embedded as -------------------------------------------------------
+
+
+def _owned(match: re.Match[str], user_id: str, agent_id: str | None) -> str | None:
+    """The owner kind of a token that names the memory's own user (``user``) or agent (``agent``), else None."""
+    kind = match.group("kind").lower()
+    named = match.group(0)[len(kind) :]
+    if kind == "user_" and named == user_id:
+        return "user"
+    if kind == "agent_" and agent_id is not None and named == agent_id:
+        return "agent"
+    return None
+
+
+def names_own_placeholders(texts: list[str], *, user_id: str, agent_id: str | None) -> bool:
+    """Whether any of ``texts`` holds a placeholder of the memory's own user or agent."""
+    return any(_owned(match, user_id, agent_id) for text in texts for match in _TOKEN.finditer(text))
+
+
+def for_embedding(
+    text: str, *, user_id: str, agent_id: str | None, user_name: str | None, agent_label: str | None
+) -> str:
+    """The text a memory's embedding is computed from: ``text`` with the placeholders of its own user
+    (``user_<its user_id>``) and agent (``agent_<its agent_id>``) replaced by their names, as a read
+    shows it. A placeholder is a random id of 22 characters, and an embedder reads it as noise: the
+    memories of one user all start with the same noise, which pulls their similarities to any query
+    together. Only the memory's own ids are replaced, so a text that merely contains ``user_...`` (a
+    mem0-style memory's own words) is embedded as written."""
+
+    def replace(match: re.Match[str]) -> str:
+        owner = _owned(match, user_id, agent_id)
+        name = user_name if owner == "user" else agent_label if owner == "agent" else None
+        return match.group(0) if name is None else name
+
+    return _TOKEN.sub(replace, text)
+
+
 # -- the rendered memory: its columns, the joins that give names and sources, the model ----
 
 # Appended to a query that names its memories `m` and pins them to the organization :org_id: the

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg.ids import new_short_id
 from memora_pg.models import User
 from memora_pg.schema import organizations, users
+from memora_pg.statements import Statement
 
 
 async def create(conn: AsyncConnection, *, org_id: str, user_name: str) -> User | None:
@@ -40,6 +41,18 @@ async def get(conn: AsyncConnection, *, org_id: str, user_id: str) -> User | Non
     stmt = select(users).where(users.c.org_id == org_id, users.c.user_id == user_id)
     row = (await conn.execute(stmt)).one_or_none()
     return User.model_validate(row._asdict()) if row else None
+
+
+# The names a memory's placeholders stand for: its user's and its agent's (either NULL when missing).
+NAMES = """
+SELECT (SELECT user_name FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_name,
+       (SELECT agent_label FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_label
+"""
+
+
+def names(*, org_id: str, user_id: str, agent_id: str | None) -> Statement:
+    """The user's name and the agent's label (a row of two columns)."""
+    return Statement(NAMES, {"org_id": org_id, "user_id": user_id, "agent_id": agent_id})
 
 
 async def list_for_org(conn: AsyncConnection, *, org_id: str, skip: int = 0, limit: int | None = None) -> list[User]:

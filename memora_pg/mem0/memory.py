@@ -53,6 +53,7 @@ from memora_pg.mem0.shapes import (
     now_iso,
     number_of,
     scope_of,
+    search_query,
     timestamp_of,
     top_k_of,
     with_vector,
@@ -416,9 +417,7 @@ class AsyncMemory:
         ``show_expired``. ``as_of`` (a datetime) searches the memories current at that time, by
         valid time (``as_of_clock="valid"``) or by system time (``"system"``).
         """
-        if not isinstance(query, str) or not query.strip():
-            raise DuragValidationError("query must be a non-empty string.")
-        check.no_nul(query, "queries")
+        query = search_query(query)
         top_k = top_k_of(top_k, kwargs)
         threshold = check_threshold(threshold)
         combined, where = combined_filters(filters, kwargs)

@@ -108,10 +108,28 @@ def combined_filters(
     return combined, where
 
 
+# The messages of a bad query or top_k are mem0's own words, which its users' code and tests match on.
+
+
+def search_query(query: object) -> str:
+    """A search query as mem0 takes it: a string, trimmed before it is embedded, not empty once trimmed."""
+    if not isinstance(query, str):
+        raise DuragValidationError("Invalid query: must be a non-empty string.")
+    trimmed = query.strip()
+    if not trimmed:
+        raise DuragValidationError("Invalid query: cannot be empty or whitespace-only.")
+    check.no_nul(trimmed, "queries")
+    return trimmed
+
+
 def check_top_k(top_k: object) -> int:
-    """``top_k`` as mem0 takes it: an integer from 0 (no results) to MAX_TOP_K."""
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= MAX_TOP_K:
-        raise DuragValidationError(f"top_k must be an integer from 0 to {MAX_TOP_K}, not {top_k!r}.")
+    """``top_k`` as mem0 takes it: an integer from 0 (no results), here at most MAX_TOP_K."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int):
+        raise DuragValidationError("top_k must be a valid integer")
+    if top_k < 0:
+        raise DuragValidationError(f"Invalid top_k: {top_k}. Must be a non-negative integer.")
+    if top_k > MAX_TOP_K:
+        raise DuragValidationError(f"Invalid top_k: {top_k}. Must be a non-negative integer of at most {MAX_TOP_K}.")
     return top_k
 
 

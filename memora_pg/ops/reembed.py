@@ -33,6 +33,7 @@ from memora_pg.errors import (
     database_errors,
     sqlstate_of,
 )
+from memora_pg.graph import render
 from memora_pg.graph.autogen_contents import canonical_json
 from memora_pg.ops.indexes import build_session, create_hnsw
 from memora_pg.statements import from_json, on_citus, sql
@@ -109,14 +110,24 @@ class _VectorTable:
 _MEMORIES = _VectorTable(
     name="memories",
     key="memory_id",
-    text="memory AS text, NULL AS json",
+    # A memory is embedded as a save embeds it: its own user's and agent's placeholders as their names.
+    text=(
+        "memory AS text, NULL AS json, user_id AS owner_user, agent_id AS owner_agent,"
+        " (SELECT user_name FROM {schema}.users AS u"
+        " WHERE u.org_id = memories.org_id AND u.user_id = memories.user_id) AS user_name,"
+        " (SELECT agent_label FROM {schema}.agents AS a"
+        " WHERE a.org_id = memories.org_id AND a.agent_id = memories.agent_id) AS agent_label"
+    ),
     watched="memory, embedding",
     changes="NEW.memory IS DISTINCT FROM OLD.memory OR NEW.embedding IS NULL",
 )
 _AUTOGEN_CONTENTS = _VectorTable(
     name="autogen_contents",
     key="content_id",
-    text="content_text AS text, content_json AS json",
+    text=(
+        "content_text AS text, content_json AS json,"
+        " NULL AS owner_user, NULL AS owner_agent, NULL AS user_name, NULL AS agent_label"
+    ),
     watched="content_text, content_json, embedding",
     changes=(
         "NEW.content_text IS DISTINCT FROM OLD.content_text OR NEW.content_json IS DISTINCT FROM OLD.content_json"
@@ -514,6 +525,14 @@ async def _fill_table(run: _Run, table: _VectorTable) -> None:
 
 
 def _text_of(row: Any) -> str:
+    if row.owner_user is not None:
+        return render.for_embedding(
+            str(row.text),
+            user_id=row.owner_user,
+            agent_id=row.owner_agent,
+            user_name=row.user_name,
+            agent_label=row.agent_label,
+        )
     if row.text is not None:
         return str(row.text)
     # JSON entries were embedded as their canonical text; the same text is embedded again.

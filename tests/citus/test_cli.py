@@ -19,7 +19,8 @@ COPY_SCHEMA = "memora_copy"  # import's target, and reembed's schema: the shared
 
 
 def _populate(url: str, schema: str = "memora") -> list[World]:
-    """Organizations with a user, an agent and an interaction with two memories, written by the store."""
+    """Organizations with a user, an agent and an interaction with two memories, written by the store (one
+    names its user by placeholder: a save reads the names it is embedded with, and a re-embed reads them too)."""
 
     async def go() -> list[World]:
         engine = create_async_engine(url)
@@ -30,7 +31,10 @@ def _populate(url: str, schema: str = "memora") -> list[World]:
             ws = await worlds(graph)
             for w in ws:
                 await graph.save_interaction_with_memories(
-                    w.org_id, w.agent_id, w.user_id, payload(chat("hi", "yo"), [("likes tea", [0]), ("is kind", [1])])
+                    w.org_id,
+                    w.agent_id,
+                    w.user_id,
+                    payload(chat("hi", "yo"), [(f"user_{w.user_id} likes tea", [0]), ("is kind", [1])]),
                 )
             return ws
         finally:

@@ -292,6 +292,32 @@ async def test_org_user_and_agent_scope_reads_writes_and_clear(
     assert [m.content for m in await scopes["user_agent"].list()] == ["tea for user_agent"]
 
 
+async def test_reset_empties_the_namespace_of_every_scope_and_only_it(
+    engine: AsyncEngine, settings: Settings, graph: PostgresGraphDB
+) -> None:
+    """reset() (AutoGen's ChromaDB memory's) deletes the namespace in its organization, every user's and agent's
+    entries in it; it is refused without allow_reset=True, and collection_name is the namespace."""
+    w = await world(graph)
+    other = await graph.create_organization("Globex")
+    mine = make(engine, settings, org_id=w.org_id, user_id=w.user_id, allow_reset=True)
+    same_namespace = make(engine, settings, org_id=w.org_id, agent_id="coach")
+    other_namespace = make(engine, settings, "diary", org_id=w.org_id, user_id=w.user_id)
+    other_org = make(engine, settings, org_id=other.org_id)
+    for memory in (mine, same_namespace, other_namespace, other_org):
+        await memory.add(text_content("tea"))
+    assert mine.collection_name == "notes"
+    with pytest.raises(ConfigurationError, match="allow_reset=True"):
+        await same_namespace.reset()
+    assert await stored_rows(engine) == 4
+    await mine.reset()
+    assert await mine.list() == []
+    assert await same_namespace.list() == []
+    assert [m.content for m in await other_namespace.list()] == ["tea"]
+    assert [m.content for m in await other_org.list()] == ["tea"]
+    assert PostgresMemory.load_component(mine.dump_component()).collection_name == "notes"
+    assert PostgresMemory.load_component(mine.dump_component())._allow_reset
+
+
 async def test_organizations_are_isolated(engine: AsyncEngine, settings: Settings, graph: PostgresGraphDB) -> None:
     """The same name in two organizations holds two separate memories."""
     acme, other = await world(graph), await world(graph)

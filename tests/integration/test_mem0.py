@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory, DuragValidationError, LLMError, Memory, MemoryConfig, MemoryNotFoundError
 from memora_pg.mem0.errors import VectorStoreError
 from memora_pg.testing import FakeOpenAIServer, FakeResponse
@@ -411,3 +412,40 @@ def test_config_rejects_other_vector_stores() -> None:
         }
     )
     assert config.settings().url() == "postgresql://u:p%20w@db:5432/x"
+
+
+class Recording(HashEmbedder):
+    """A hashing embedder that keeps the texts it embedded as queries."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.queries: list[str] = []
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        self.queries += texts
+        return await super().embed_queries(texts)
+
+
+async def test_bad_query_and_top_k_are_refused_in_mem0s_words(memory: AsyncMemory) -> None:
+    """A bad query or top_k is refused before any retrieval work, with mem0's own messages (which mem0 users'
+    code and tests match on); a query is trimmed before it is embedded."""
+    recording = Recording()
+    memory._embedder = recording
+    await memory.add("green tea", user_id="jake", infer=False)
+    for query in ("", "   ", "\n\t"):
+        with pytest.raises(ValueError, match=r"Invalid query.*empty or whitespace-only"):
+            await memory.search(query, filters={"user_id": "jake"})
+    with pytest.raises(ValueError, match="Invalid query: must be a non-empty string"):
+        await memory.search(None, filters={"user_id": "jake"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Invalid top_k.*Must be a non-negative"):
+        await memory.search("tea", filters={"user_id": "jake"}, top_k=-5)
+    with pytest.raises(ValueError, match=r"Invalid top_k.*Must be a non-negative"):
+        await memory.get_all(filters={"user_id": "jake"}, top_k=-1)
+    with pytest.raises(ValueError, match="top_k must be a valid integer"):
+        await memory.search("tea", filters={"user_id": "jake"}, top_k="3")  # type: ignore[arg-type]
+    with pytest.raises(DuragValidationError, match="at most 1000"):
+        await memory.search("tea", filters={"user_id": "jake"}, top_k=1001)
+    assert recording.queries == []
+    found = await memory.search("  green tea  ", filters={"user_id": "jake"})
+    assert recording.queries == ["green tea"]
+    assert [m["memory"] for m in found["results"]] == ["green tea"]
