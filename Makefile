@@ -30,10 +30,12 @@ $(MEMORA_BIN)/.installed: pyproject.toml
 	touch $@
 
 # System programs the suite runs beyond Python: Debian's pgbouncer for tests/integration/test_pgbouncer.py,
-# which looks on PATH and at /usr/sbin. Installed when root (or passwordless sudo) and apt-get are here;
-# otherwise one line says what to install, rather than the suite skipping those tests.
+# which looks on PATH and at /usr/sbin, and Debian's chromium for tests/integration/test_report_browser.py.
+# Installed when root (or passwordless sudo) and apt-get are here; otherwise one line says what to install,
+# rather than the suite skipping those tests.
 system-deps:
-	@command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || bash scripts/ci-system-deps.sh
+	@{ command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; } && command -v chromium >/dev/null 2>&1 \
+		|| bash scripts/ci-system-deps.sh
 
 $(DIFF_BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv-diff

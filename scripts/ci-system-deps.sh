@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # System packages the test suite uses beyond Python, from Debian's archive:
-#   pgbouncer  tests/integration/test_pgbouncer.py (the tests skip without it; `make test` runs this first)
+#   pgbouncer  tests/integration/test_pgbouncer.py
+#   chromium   tests/integration/test_report_browser.py (the HTML report drawn headless; marked `browser`)
+# The tests skip without them, saying to run this; `make test` runs it first when either is missing.
 # Idempotent: installs only what is missing, with at most one `apt-get update`, non-interactively.
 # Where it cannot install (no apt-get, not root, no passwordless sudo) it fails with one line saying what to run.
 set -euo pipefail
 
-packages=(pgbouncer)
+packages=(pgbouncer chromium)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -535,12 +535,13 @@ async def test_timeline_per_day_counts_versions_begun_ended_and_current(
 async def test_timeline_per_month_cuts_the_months_to_the_window(
     graph: PostgresGraphDB, engine: AsyncEngine, versions: Versions
 ) -> None:
-    """A window longer than TIMELINE_DAILY_DAYS is charted per calendar month, its first and last cut to it."""
+    """A timeline longer than TIMELINE_DAILY_DAYS (from the day before its first version) is charted per
+    calendar month, its first and last cut to it."""
     r = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 3, 15), days=90)
     assert r.timeline is not None
     assert r.timeline.period == "month"
     assert _periods(r.timeline) == [
-        (date(2025, 12, 16), date(2025, 12, 31), 0, 0, 0),
+        (date(2025, 12, 31), date(2025, 12, 31), 0, 0, 0),
         (date(2026, 1, 1), date(2026, 1, 31), 7, 4, 3),  # C, E, F current
         (date(2026, 2, 1), date(2026, 2, 28), 1, 0, 4),  # H
         (date(2026, 3, 1), date(2026, 3, 15), 1, 1, 4),  # I supersedes E
@@ -551,7 +552,30 @@ async def test_timeline_per_month_cuts_the_months_to_the_window(
     everyone = await report.headline(graph.database, until=date(2026, 3, 15), days=90)
     assert _counts(everyone.timeline) == [(0, 0, 0), (8, 4, 4), (1, 0, 5), (1, 1, 5)]
     other = await report.headline(graph.database, org_id=versions.other.org_id, until=date(2026, 3, 15), days=90)
-    assert _counts(other.timeline) == [(0, 0, 0), (1, 0, 1), (0, 0, 1), (0, 0, 1)]
+    # Its only version began on Jan 4: the timeline starts on Jan 3.
+    assert _counts(other.timeline) == [(1, 0, 1), (0, 0, 1), (0, 0, 1)]
+    assert other.timeline is not None
+    assert other.timeline.periods[0].first_day == date(2026, 1, 3)
+
+
+async def test_timeline_starts_near_its_first_version(graph: PostgresGraphDB, versions: Versions) -> None:
+    """A window of 90 days over a history of 20 is charted per day from the day before the first version,
+    not per month over empty months; a window with no version at all keeps its days."""
+    r = await report.headline(graph.database, org_id=DOC_ORG, until=date(2026, 1, 20), days=90)
+    assert r.timeline is not None
+    assert r.timeline.period == "day"
+    assert _periods(r.timeline)[:2] == [
+        (date(2025, 12, 31), date(2025, 12, 31), 0, 0, 0),
+        (date(2026, 1, 1), date(2026, 1, 1), 2, 0, 2),  # A and D
+    ]
+    assert r.timeline.periods[-1].last_day == date(2026, 1, 20)
+    # The growth chart starts near its first memory too; the report's data keeps every day of the window.
+    assert len(r.growth) == 90
+    page = report.render_html(r)
+    assert "Memories stored, 2025-12-31 to 2026-01-20" in page
+    empty = await report.headline(graph.database, org_id=DOC_ORG, until=date(2025, 11, 30), days=20)
+    assert empty.timeline is not None
+    assert len(empty.timeline.periods) == 20
 
 
 async def test_timeline_is_charted_in_the_html_and_text_reports(graph: PostgresGraphDB, versions: Versions) -> None:

@@ -245,3 +245,42 @@ def test_render_json_holds_the_report() -> None:
     assert data["busiest_users"][0]["last_activity"] == "2026-01-05T12:00:00+00:00"
     assert data["busiest_users"][3]["last_activity"] is None
     assert EVE in report.render_json(r)
+
+
+def _polyline(page: str, kind: str) -> list[tuple[float, float]]:
+    """The points of the level line of the chart of class ``kind``."""
+    chart = page.split(f'<svg class="{kind}"')[1].split("</svg>")[0]
+    points = chart.split('<polyline points="')[1].split('"')[0]
+    return [(float(x), float(y)) for x, y in (point.split(",") for point in points.split())]
+
+
+def test_a_count_at_period_ends_is_drawn_as_steps_from_near_the_first_data() -> None:
+    """The level is flat across each period's band and changes only at a band's edge (a count at period ends
+    never slopes into the period before); the chart starts the day before the first memory, not at the
+    window's first empty day."""
+    quiet = [DailyGrowth(date(2026, 1, n), 0, 0) for n in range(1, 21)]
+    busy = [
+        DailyGrowth(date(2026, 1, 21), 4, 4),
+        DailyGrowth(date(2026, 1, 22), 0, 4),
+        DailyGrowth(date(2026, 1, 23), 2, 6),
+    ]
+    page = report.render_html(dataclasses.replace(sample(), growth=quiet + busy))
+    points = _polyline(page, "growth")
+    assert len(points) == 2 * 4  # Jan 20 (the day before the first memory) to Jan 23, two points a day
+    for (x0, y0), (x1, y1) in zip(points[::2], points[1::2], strict=True):
+        assert y0 == y1  # flat across the band
+        assert x1 > x0
+    for (x_end, _), (x_start, _) in zip(points[1::2], points[2::2], strict=False):
+        assert x_start == x_end  # the next band starts where this one ends: the change is a vertical step
+    heights = [y for _, y in points[::2]]
+    assert heights[0] > heights[1] == heights[2] > heights[3]  # 0, 4, 4, 6 (larger y is lower)
+    assert "Memories stored, 2026-01-20 to 2026-01-23" in page
+    assert "2026-01-20 to 2026-01-23" in report.render_text(dataclasses.replace(sample(), growth=quiet + busy))
+
+
+def test_tables_fit_the_page_column() -> None:
+    """A name and its id share one cell, and a table wider than the page scrolls inside its own box."""
+    page = report.render_html(sample())
+    assert page.count('<div class="table"><table>') == 2
+    assert f'<td class="name">Jake<br><code>{JAKE}</code></td>' in page
+    assert ".table { overflow-x: auto; }" in page

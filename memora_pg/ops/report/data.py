@@ -9,6 +9,7 @@ the database.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, TypeVar
@@ -23,7 +24,8 @@ from memora_pg.statements import sql
 BUSIEST_USERS = 10
 BUSIEST_AGENTS = 20
 GROWTH_DAYS = 90
-# A window of up to this many days is charted per day in the timeline, a longer one per month.
+# A timeline of up to this many days (from just before its first version) is charted per day, a longer one
+# per month.
 TIMELINE_DAILY_DAYS = 62
 _UNDEFINED_TABLE = "42P01"
 
@@ -86,6 +88,12 @@ class Timeline:
 
 
 _Record = TypeVar("_Record", UserActivity, AgentActivity, DailyGrowth, TimelinePeriod)
+_Day = TypeVar("_Day", DailyGrowth, TimelinePeriod)
+# The counts of a day that say something exists by then.
+_HELD: dict[type, tuple[str, ...]] = {
+    DailyGrowth: ("added", "total"),
+    TimelinePeriod: ("began", "ended", "current_at_end"),
+}
 
 
 @dataclass(frozen=True)
@@ -223,10 +231,9 @@ LEFT JOIN daily ON daily.day = window_days.day
 ORDER BY window_days.day
 """
 
-# One row per period of the window (a UTC day, or a calendar month cut to the window), periods
-# without versions too. A version begins on the UTC day of valid_from and ends on that of
-# valid_to; the versions current at a period's last instant are those begun by the end of its
-# last day less those ended by then, earlier days included (valid_to is never before valid_from).
+# One row per UTC day of the window, days without versions too. A version begins on the UTC day of
+# valid_from and ends on that of valid_to; the versions current at a day's last instant are those begun
+# by its end less those ended by then, earlier days included (valid_to is never before valid_from).
 TIMELINE = """
 WITH daily AS (
     SELECT CAST(event.at AT TIME ZONE 'UTC' AS date) AS day,
@@ -235,24 +242,52 @@ WITH daily AS (
     CROSS JOIN LATERAL (VALUES (span.valid_from, 1, 0), (span.valid_to, 0, 1)) AS event(at, began, ended)
     WHERE event.at IS NOT NULL
     GROUP BY 1
-), periods AS (
-    SELECT greatest(CAST(start AS date), CAST(:first_day AS date)) AS first_day,
-           least(CAST(start + CAST(concat('1 ', CAST(:period AS text)) AS interval) AS date),
-                 CAST(:first_day AS date) + :days) - 1 AS last_day
-    FROM generate_series(date_trunc(:period, CAST(:first_day AS timestamp)),
-                         CAST(CAST(:first_day AS date) + (:days - 1) AS timestamp),
-                         CAST(concat('1 ', CAST(:period AS text)) AS interval)) AS start
+), window_days AS (
+    SELECT CAST(:first_day AS date) + offset_days AS day FROM generate_series(0, :days - 1) AS offset_days
 )
-SELECT periods.first_day, periods.last_day,
-       CAST(coalesce(sum(daily.began), 0) AS bigint) AS began,
-       CAST(coalesce(sum(daily.ended), 0) AS bigint) AS ended,
-       CAST((SELECT coalesce(sum(upto.began - upto.ended), 0) FROM daily AS upto WHERE upto.day <= periods.last_day)
-            AS bigint) AS current_at_end
-FROM periods
-LEFT JOIN daily ON daily.day BETWEEN periods.first_day AND periods.last_day
-GROUP BY periods.first_day, periods.last_day
-ORDER BY periods.first_day
+SELECT window_days.day AS first_day, window_days.day AS last_day,
+       coalesce(daily.began, 0) AS began,
+       coalesce(daily.ended, 0) AS ended,
+       CAST((SELECT coalesce(sum(earlier.began - earlier.ended), 0)
+             FROM daily AS earlier WHERE earlier.day < :first_day)
+            + sum(coalesce(daily.began, 0) - coalesce(daily.ended, 0)) OVER (ORDER BY window_days.day) AS bigint)
+           AS current_at_end
+FROM window_days
+LEFT JOIN daily ON daily.day = window_days.day
+ORDER BY window_days.day
 """
+
+
+def from_first_data(days: Sequence[_Day]) -> list[_Day]:
+    """The days from the one before the first that holds anything (all of them when none does): a chart of a
+    window longer than the data spends its width on the data, and still shows the rise from nothing."""
+    held = [i for i, day in enumerate(days) if any(getattr(day, name) for name in _HELD[type(day)])]
+    return list(days[max(held[0] - 1, 0) :] if held else days)
+
+
+def timeline_of(days: Sequence[TimelinePeriod]) -> Timeline:
+    """The timeline of these days (one period each), from just before its first version: per day while
+    that span is at most :data:`TIMELINE_DAILY_DAYS` days, else per calendar month (the first and last cut
+    to the span), with the versions begun and ended in each month and those current at its end."""
+    shown = from_first_data(days)
+    if len(shown) <= TIMELINE_DAILY_DAYS:
+        return Timeline("day", shown)
+    months: dict[tuple[int, int], list[TimelinePeriod]] = {}
+    for day in shown:
+        months.setdefault((day.first_day.year, day.first_day.month), []).append(day)
+    return Timeline(
+        "month",
+        [
+            TimelinePeriod(
+                first_day=month[0].first_day,
+                last_day=month[-1].last_day,
+                began=sum(day.began for day in month),
+                ended=sum(day.ended for day in month),
+                current_at_end=month[-1].current_at_end,
+            )
+            for month in months.values()
+        ],
+    )
 
 
 def _in_org(template: str, org_id: str | None) -> str:
@@ -269,8 +304,9 @@ async def headline(
     """The report of one organization, or of the whole database when ``org_id`` is None.
 
     ``growth`` holds one entry per day for the ``days`` days ending on ``until`` (default:
-    today in UTC); ``timeline`` the versions begun, ended and current over the same days, per
-    day for up to :data:`TIMELINE_DAILY_DAYS` days and per month beyond, or None when the
+    today in UTC); ``timeline`` the versions begun, ended and current over the same days from the
+    day before its first version (:func:`timeline_of`), per day for up to :data:`TIMELINE_DAILY_DAYS`
+    days and per month beyond, or None when the
     schema predates migration 0008. An organization that does not exist reports zeros. A
     database whose schema has no reporting views yet is a ``ConfigurationError``.
     """
@@ -283,8 +319,7 @@ async def headline(
     first_day = last_day - timedelta(days=days - 1)
     # Statements without :org_id ignore it, as they ignore the limits of the other sections.
     params: dict[str, Any] = {"org_id": org_id, "busiest_users": BUSIEST_USERS, "busiest_agents": BUSIEST_AGENTS}
-    period = "day" if days <= TIMELINE_DAILY_DAYS else "month"
-    params |= {"first_day": first_day, "days": days, "period": period}
+    params |= {"first_day": first_day, "days": days}
     # One snapshot for every section: the numbers add up even while agents write.
     engine = (await database.engine()).execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
     try:
@@ -296,8 +331,8 @@ async def headline(
             # Whether the view exists is read with the totals: a failing statement would end the snapshot.
             timeline: Timeline | None = None
             if totals.has_timeline:
-                periods = (await conn.execute(sql(conn, _in_org(TIMELINE, org_id)), params)).all()
-                timeline = Timeline(period, [_from_row(TimelinePeriod, row) for row in periods])
+                daily = (await conn.execute(sql(conn, _in_org(TIMELINE, org_id)), params)).all()
+                timeline = timeline_of([_from_row(TimelinePeriod, row) for row in daily])
     except DatabaseError as error:
         if sqlstate_of(error) == _UNDEFINED_TABLE:
             raise ConfigurationError(

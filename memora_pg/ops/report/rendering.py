@@ -20,6 +20,7 @@ from memora_pg.ops.report.data import (
     Report,
     Timeline,
     TimelinePeriod,
+    from_first_data,
 )
 
 __all__ = ["as_dict", "render_html", "render_json", "render_text"]
@@ -177,6 +178,7 @@ def _growth_text(growth: Sequence[DailyGrowth]) -> list[str]:
     """A sparkline of the days, then one row per calendar week (Monday first): added, and the total at its end."""
     if not growth:
         return []
+    growth = from_first_data(growth)
     added = sum(g.added for g in growth)
     peak = max(g.added for g in growth)
     sparks = "".join(_SPARKS[(len(_SPARKS) - 1) * g.added // peak] if peak else _SPARKS[0] for g in growth)
@@ -224,10 +226,14 @@ h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.1rem; margin-t
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(9.5rem, 1fr)); gap: .6rem; }
 .card { border: 1px solid #d9e2ec; border-radius: 6px; padding: .5rem .7rem; }
 .card b { display: block; font-size: 1.3rem; }
-table { border-collapse: collapse; width: 100%; }
-th, td { padding: .25rem .5rem; border-bottom: 1px solid #e4e7eb; text-align: left; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { padding: .25rem .45rem; border-bottom: 1px solid #e4e7eb; text-align: left; }
+th { vertical-align: bottom; }
+td { white-space: nowrap; }
+td.name { white-space: normal; overflow-wrap: anywhere; max-width: 16rem; } td.name code { white-space: nowrap; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
-code { font-size: 12px; color: #52606d; }
+code { font-size: 11px; color: #52606d; }
 svg { width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #52606d; }
 """
 
@@ -282,19 +288,30 @@ def render_html(report: Report) -> str:
 
 
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
+    """A table whose first two columns (a name and its id) share one cell, the id in small type below
+    the name: the page's column holds every other column without wrapping a number or a date. A
+    table wider than the page scrolls inside its own box."""
+
     def cell(tag: str, index: int, value: str) -> str:
         kind = ' class="n"' if numeric[index] else ""
         return f"<{tag}{kind}>{_e(value)}</{tag}>"
 
-    head = "".join(cell("th", i, h) for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    def named(tag: str, name: str, identity: str) -> str:
+        return f'<{tag} class="name">{_e(name)}<br><code>{_e(identity)}</code></{tag}>'
+
+    head = named("th", headers[0], headers[1]) + "".join(cell("th", i, h) for i, h in enumerate(headers) if i > 1)
+    body = "".join(
+        "<tr>" + named("td", row[0], row[1]) + "".join(cell("td", i, v) for i, v in enumerate(row) if i > 1) + "</tr>"
+        for row in rows
+    )
+    return f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _growth_svg(growth: Sequence[DailyGrowth]) -> str:
     """An area chart of all memories stored at each day's end, with the day's additions as bars below it."""
     if not growth:
         return '<p class="muted">No days to show.</p>'
+    growth = from_first_data(growth)
     first, last = growth[0], growth[-1]
     return _period_chart(
         "growth",
@@ -352,9 +369,11 @@ def _period_chart(
     per: str,
     legend: str,
 ) -> str:
-    """One point per period: ``level`` (its class and values) as an area with a line on it, and
-    below it a strip of ``bars`` (class, colour and values of each series, side by side on one
-    scale), each bar titled with its period's tip."""
+    """One band of the width per period, from its first day at the left to its last at the right:
+    ``level`` (its class and values) as a step, flat across each band at the period's value (a count
+    at each period's end: it changes within a period, never across one, so no slope suggests a change
+    before the period it happened in), and below it a strip of ``bars`` (class, colour and values of
+    each series, side by side on one scale, centred in the band), each bar titled with its period's tip."""
     level_class, levels = level
     count = len(levels)
     width, height, left, right, top, bottom = 720, 270, 84, 16, 14, 46
@@ -362,17 +381,25 @@ def _period_chart(
     area_h = plot_h * 0.7  # the level's area above, the bars in the strip below
     peak_level = max(levels) or 1
     peak_bar = max(max(values) for _, _, values in bars) or 1
-    step = plot_w / max(count - 1, 1)
-    xs = [left + i * step for i in range(count)]
+    band = plot_w / count
+    edges = [left + i * band for i in range(count + 1)]
     baseline = top + area_h
-    points = [(x, baseline - area_h * value / peak_level) for x, value in zip(xs, levels, strict=True)]
-    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-    area = f"M{xs[0]:.1f},{baseline:.1f} L{line} L{xs[-1]:.1f},{baseline:.1f} Z"
+    steps = [
+        point
+        for i, value in enumerate(levels)
+        for point in (
+            (edges[i], baseline - area_h * value / peak_level),
+            (edges[i + 1], baseline - area_h * value / peak_level),
+        )
+    ]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in steps)
+    area = f"M{edges[0]:.1f},{baseline:.1f} L{line} L{edges[-1]:.1f},{baseline:.1f} Z"
+    xs = [left + (i + 0.5) * band for i in range(count)]
     strip_top, strip_h = baseline + 10, plot_h - area_h - 10
-    bar_w = max(min(step * 0.7 / len(bars), 12), 1.0)
+    bar_w = max(min(band * 0.7 / len(bars), 12), 1.0)
     drawn: list[str] = []
     for series, (name, colour, values) in enumerate(bars):
-        shift = (series - len(bars) / 2) * bar_w  # the series side by side, centred on the period
+        shift = (series - len(bars) / 2) * bar_w  # the series side by side, centred in the band
         drawn.extend(
             f'<rect class="{name}" x="{x + shift:.1f}" y="{strip_top + strip_h * (1 - value / peak_bar):.1f}" '
             f'width="{bar_w:.1f}" height="{strip_h * value / peak_bar:.1f}" fill="{colour}">'
