@@ -572,7 +572,9 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
             raise InvalidInputError("`database_url` must be a string.")
         if engine is not None and not isinstance(engine, AsyncEngine):
             raise InvalidInputError("`engine` must be a SQLAlchemy AsyncEngine.")
-        self._db = Database(database_url if database_url is not None else engine, settings=settings or Settings())
+        settings = settings or Settings()
+        search.faces_mode(settings.search_mode)
+        self._db = Database(database_url if database_url is not None else engine, settings=settings)
         self._database_url = database_url
         self._scope = autogen_contents.Scope(
             org_id=_optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
@@ -681,6 +683,13 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     async def close(self) -> None:
         """Dispose of the engine if this memory created it (a caller's engine stays open); idempotent."""
         await self._db.close()
+
+    async def __aenter__(self) -> PostgresMemory:
+        await self.setup()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     # -- the protocol --------------------------------------------------------------------
 

@@ -27,10 +27,11 @@ def default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Everything memora_pg can be configured with."""
 
+    # A keyword argument that names no setting is an error (a misspelt setting must not pass unnoticed);
+    # the environment is read field by field, so other MEMORA_PG_* variables are never looked at.
     model_config = SettingsConfigDict(
         env_prefix="MEMORA_PG_",
-        env_nested_delimiter="__",
-        extra="ignore",
+        extra="forbid",
         populate_by_name=True,
     )
 
@@ -167,8 +168,6 @@ class Settings(BaseSettings):
 
     embedded_data_dir: Path = Field(default_factory=default_data_dir)
     embedded_postgres_version: Literal[16, 18] = 18
-
-    openai_api_key: SecretStr | None = None
 
     @field_validator("db_schema", "text_search_config")
     @classmethod

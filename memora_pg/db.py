@@ -50,6 +50,9 @@ READ_ONLY_SQL_TRANSACTION = "25006"
 
 # True inside ``Database.primary_reads()``: reads go to the primary for read-your-writes.
 _PRIMARY_READS: ContextVar[bool] = ContextVar("memora_pg_primary_reads", default=False)
+# Set while this task brings the schema to head on first use, so that the migration's own statements do not
+# wait for it (other tasks do, on the lock).
+_FIRST_USE: ContextVar[bool] = ContextVar("memora_pg_first_use", default=False)
 
 
 def asyncpg_url(url: str) -> str:
@@ -205,6 +208,7 @@ class Database:
         self._citus: bool | None = None
         self._ready_lock = asyncio.Lock()
         self._migrated = False
+        self._first_use_dimensions: Callable[[], int] | None = None
         self.closed = False
 
     @property
@@ -273,6 +277,7 @@ class Database:
         through ``set_config(..., true)``): the database's policies then show and accept only
         that organization's rows, and nothing at all when no organization is given.
         """
+        await self._first_use()
         engine = await (self.read_engine() if read_only else self.engine())
         async with unit_of_work(engine) as conn:
             await with_vector_codec(conn)
@@ -311,6 +316,7 @@ class Database:
         SQLAlchemy must run. Row-level security needs a real transaction (its tenant setting
         lasts for one), so with it on the statement runs in one.
         """
+        await self._first_use()
         if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
             return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
 
@@ -379,6 +385,22 @@ class Database:
             if not at_head:
                 await self.migrate(dimensions() if callable(dimensions) else dimensions)
             self._migrated = True
+
+    def migrate_on_first_use(self, dimensions: Callable[[], int]) -> None:
+        """Bring the schema to head before this object's first statement (:meth:`ensure_schema`), a new
+        database's vector columns getting ``dimensions()``: what every face does, so that none needs a
+        ``setup()`` call. The first face to ask sets the dimensions; a second one changes nothing."""
+        if self._first_use_dimensions is None:
+            self._first_use_dimensions = dimensions
+
+    async def _first_use(self) -> None:
+        if self._migrated or self._first_use_dimensions is None or _FIRST_USE.get():
+            return
+        token = _FIRST_USE.set(True)
+        try:
+            await self.ensure_schema(self._first_use_dimensions)
+        finally:
+            _FIRST_USE.reset(token)
 
     async def ensure_ready(self, dimensions: int | Callable[[], int], *, table: str = "memories") -> int:
         """:meth:`ensure_schema`, then the embedder's dimension checked against ``table``'s (read once)."""

@@ -83,9 +83,9 @@ _RETRYABLE = ("40001", "40P01")
 # undefined_table, undefined_function: a schema not migrated, or not migrated to this version
 _MISSING_OBJECT = ("42P01", "42883")
 MIGRATE_HINT = (
-    "memora_pg's schema is missing here, or older than this version of memora_pg: call `await store.setup()` "
-    "(the Memora face; the mem0-style and AutoGen faces migrate on first use), or run `memora-pg db upgrade` "
-    "or `alembic upgrade head`; check MEMORA_PG_SCHEMA if the schema is elsewhere."
+    "memora_pg's schema is missing here, or older than this version of memora_pg: every face brings it to head "
+    "on its first call (or call `await store.setup()`), which needs a role that may create tables; otherwise run "
+    "`memora-pg db upgrade` or `alembic upgrade head` as one; check MEMORA_PG_SCHEMA if the schema is elsewhere."
 )
 
 

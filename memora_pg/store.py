@@ -70,6 +70,11 @@ class PostgresGraphDB(BaseGraphDB):
         if associated_vector_db is _DEFAULT:
             associated_vector_db = PgVectorDB(self._db, embedder=embedder)
         self.associated_vector_db = associated_vector_db
+        # No setup() needed: the first statement brings the schema to head, the vectors sized as setup() sizes them.
+        if isinstance(associated_vector_db, PgVectorDB):
+            self._db.migrate_on_first_use(associated_vector_db.new_database_dimensions)
+        else:
+            self._db.migrate_on_first_use(lambda: self.settings.embedding_dimensions)
 
     # -- plumbing ------------------------------------------------------------------------
 

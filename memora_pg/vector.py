@@ -80,6 +80,7 @@ class PgVectorDB(BaseVectorDB):
             raise InvalidInputError("search_mode must be 'hybrid', 'dense' or 'upstream'")
         self.search_mode = mode
         self.exclude_superseded = exclude_superseded
+        self._db.migrate_on_first_use(self.new_database_dimensions)
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -106,6 +107,13 @@ class PgVectorDB(BaseVectorDB):
     async def close(self) -> None:
         if self._owns_db:
             await self._db.close()
+
+    async def __aenter__(self) -> PgVectorDB:
+        await self.setup()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     async def check_dimensions(self) -> int:
         """The database's vector dimension; an embedder of another one is a ConfigurationError naming both."""

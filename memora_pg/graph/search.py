@@ -43,6 +43,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from memora_pg import vector_params
 from memora_pg.config import Settings
 from memora_pg.db import Database
+from memora_pg.errors import ConfigurationError
 from memora_pg.graph import autogen_contents as autogen_contents_rows
 from memora_pg.graph import ranking, scoring, timeline
 from memora_pg.graph.render import hit_model
@@ -361,7 +362,7 @@ async def find(
     ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``).
     """
     settings = database.settings
-    mode = mode or settings.search_mode
+    mode = faces_mode(mode or settings.search_mode)
     search = statement(
         corpus,
         schema=database.schema,
@@ -381,6 +382,23 @@ async def find(
         return hits(rows, len(texts))
     weights = scoring.Weights.from_settings(settings, unrelated_similarity)
     return ranked(rows, len(texts), corpus=corpus, k=k, weights=weights)
+
+
+# Upstream mode is upstream Memora's own fusion, of the Memora vector store; no other face has an upstream.
+UPSTREAM_ONLY = (
+    "search_mode 'upstream' (upstream Memora's Qdrant-style fusion) is PgVectorDB's alone: the mem0-style and "
+    "AutoGen faces search in 'hybrid' (the default) or 'dense' mode; unset MEMORA_PG_SEARCH_MODE for them."
+)
+
+
+def faces_mode(mode: str) -> str:
+    """``mode`` if :func:`find` runs it ('hybrid' or 'dense'); 'upstream' is a ConfigurationError, which every
+    face but PgVectorDB raises when it is made with that mode, rather than searching in another one."""
+    if mode == "upstream":
+        raise ConfigurationError(UPSTREAM_ONLY)
+    if mode not in ("hybrid", "dense"):
+        raise ConfigurationError(f"search_mode must be 'hybrid' or 'dense', not {mode!r}")
+    return mode
 
 
 def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:

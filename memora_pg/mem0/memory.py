@@ -89,6 +89,7 @@ class AsyncMemory:
     ) -> None:
         self.config = config or MemoryConfig()
         settings = self.config.settings()
+        search.faces_mode(settings.search_mode)
         self._db = Database(engine, settings=settings)
         self.collection = self.config.collection_name
         self.org_id = f"mem0:{self.collection}"
@@ -139,6 +140,13 @@ class AsyncMemory:
         await self._db.close()
         if self._llm is not None:
             await self._llm.aclose()
+
+    async def __aenter__(self) -> AsyncMemory:
+        await self._prepare()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
     # -- add -----------------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, Settin
 from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory
-from memora_pg.testing import FakeOpenAIServer
 from memora_pg.vector import PgVectorDB
 from tests.citus.helpers import ORGS, memory_ids, worlds
+from tests.fake_openai import FakeOpenAIServer
 from tests.integration.helpers import chat, payload
 
 USER = MemorySearchScope.USER

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import make_url
 
-from memora_pg.testing import FakeOpenAIServer
 from tests.conftest import _create_database, _drop_database
+from tests.fake_openai import FakeOpenAIServer
 
 # mem0 reads these when it is imported: no telemetry, and its config folder in a temporary place.
 os.environ["MEM0_TELEMETRY"] = "False"

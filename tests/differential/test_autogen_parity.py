@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from memora_pg.testing import FakeOpenAIServer
 from tests.differential.conftest import DIMS, mem0_config, ours_config
+from tests.fake_openai import FakeOpenAIServer
 
 pytest.importorskip("autogen_agentchat", reason="runs in the differential environment (make test builds .venv-diff)")
 

@@ -11,10 +11,21 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import DatabaseError, EmbeddingError, PostgresGraphDB, Settings
+from memora_pg import (
+    DatabaseError,
+    EmbeddingError,
+    MemorySearchScope,
+    PgVectorDB,
+    PostgresGraphDB,
+    PostgresMemory,
+    Settings,
+)
+from memora_pg.autogen import MemoryContent, MemoryMimeType
+from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder, OpenAIEmbedder
+from memora_pg.mem0 import AsyncMemory
 from memora_pg.migrations import MigrationOptions, upgrade
-from memora_pg.testing import FakeOpenAIServer, FakeResponse
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
 from tests.integration.helpers import chat, payload, world
 
 if TYPE_CHECKING:
@@ -114,12 +125,47 @@ async def test_setup_of_a_migrated_copy_is_a_no_op(fresh_database: str) -> None:
     await engine.dispose()
 
 
-async def test_a_call_before_setup_says_how_to_migrate(fresh_database: str) -> None:
-    """The Memora face on a database never migrated: a DatabaseError that names setup() and the command,
-    not a bare "relation does not exist"."""
+async def test_a_missing_table_says_how_to_migrate(fresh_database: str) -> None:
+    """A statement on a schema never migrated (here through a Database of no face, which does not migrate
+    on first use): a DatabaseError that names setup() and the command, not a bare "relation does not exist"."""
+    async with Database(fresh_database, settings=Settings()) as database:
+        with pytest.raises(DatabaseError, match=r"42P01.*await store\.setup\(\).*memora-pg db upgrade"):
+            async with database.transaction() as conn:
+                await conn.execute(text('SELECT 1 FROM "memora".organizations'))
+
+
+async def test_every_face_works_without_setup_and_as_a_context_manager(fresh_database: str) -> None:
+    """The Memora face, its vector store, the mem0-style and the AutoGen faces all bring a new database to head
+    on their first statement (no setup() call), and each is an async context manager."""
     graph = PostgresGraphDB(fresh_database, embedder=HashEmbedder(384))
     try:
-        with pytest.raises(DatabaseError, match=r"42P01.*await store\.setup\(\).*memora-pg db upgrade"):
-            await graph.create_organization("Acme")
+        w = await world(graph)
+        await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, payload(chat("a"), [("tea", [0])]))
+        vector = graph.get_associated_vector_db()
+        assert isinstance(vector, PgVectorDB)
+        assert await vector.search_memory("tea", MemorySearchScope.USER, w.org_id, w.user_id)
+    finally:
+        await graph.close()
+    async with PgVectorDB(fresh_database, embedder=HashEmbedder(384)) as store:
+        assert await store.search_memory("tea", MemorySearchScope.USER, w.org_id, w.user_id)
+    config = {
+        "vector_store": {"provider": "pgvector", "config": {"connection_string": fresh_database}},
+        "embedder": {"provider": "hash", "config": {"embedding_dims": 384}},
+        "history_db_path": "/nonexistent/history.db",
+    }
+    async with AsyncMemory.from_config(config) as memory:
+        await memory.add("green tea", user_id="jake", infer=False)
+        assert len((await memory.get_all(filters={"user_id": "jake"}))["results"]) == 1
+    async with PostgresMemory("notes", database_url=fresh_database, embedder=HashEmbedder(384)) as notes:
+        await notes.add(MemoryContent(content="tea", mime_type=MemoryMimeType.TEXT))
+        assert [m.content for m in await notes.list()] == ["tea"]
+
+
+async def test_a_first_call_on_a_new_database_sizes_its_vectors_by_the_embedder(fresh_database: str) -> None:
+    """Without setup(), a new database's vector column gets the embedder's dimension, as setup() gives it."""
+    graph = PostgresGraphDB(fresh_database, embedder=HashEmbedder(512))
+    try:
+        await graph.create_organization("Acme")
+        assert await graph.database.check_embedder(512) == 512
     finally:
         await graph.close()

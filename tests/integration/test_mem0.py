@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory, DuragValidationError, LLMError, Memory, MemoryConfig, MemoryNotFoundError
 from memora_pg.mem0.errors import VectorStoreError
-from memora_pg.testing import FakeOpenAIServer, FakeResponse
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 COUNTED = ("memories", "memory_history")
 

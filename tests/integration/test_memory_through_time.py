@@ -28,9 +28,9 @@ from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory, DuragValidationError
 from memora_pg.models import Memory
 from memora_pg.ops import transfer
-from memora_pg.testing import FakeOpenAIServer
 from memora_pg.vector import PgVectorDB
 from tests.conftest import TEST_SCHEMA
+from tests.fake_openai import FakeOpenAIServer
 from tests.integration.helpers import World, chat, day, payload, world
 
 UTC = timezone.utc

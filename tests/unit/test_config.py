@@ -72,3 +72,32 @@ def test_a_mem0_vector_store_config_may_choose_the_search_mode() -> None:
     assert mode({"search_mode": "dense"}) == "dense"
     assert mode({"hybrid_search": True}) == "hybrid"
     assert mode({}) == "hybrid"
+
+
+def test_a_misspelt_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A keyword argument that names no setting is an error that names it; an unknown MEMORA_PG_ variable in the
+    environment is not read at all."""
+    monkeypatch.setenv("MEMORA_PG_NOT_A_SETTING", "1")
+    with pytest.raises(ValueError, match="serch_mode"):
+        Settings(serch_mode="dense")  # type: ignore[call-arg]
+    assert Settings().search_mode == "hybrid"
+
+
+def test_upstream_mode_is_refused_outside_the_memora_vector_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """search_mode 'upstream' is upstream Memora's fusion, PgVectorDB's alone: the mem0-style and AutoGen faces
+    refuse it when they are made, rather than searching in another mode without a word."""
+    from memora_pg import PgVectorDB, PostgresMemory
+    from memora_pg.mem0 import AsyncMemory, MemoryConfig
+
+    monkeypatch.setenv("MEMORA_PG_SEARCH_MODE", "upstream")
+    with pytest.raises(ConfigurationError, match="PgVectorDB's alone"):
+        AsyncMemory(MemoryConfig())
+    with pytest.raises(ConfigurationError, match="PgVectorDB's alone"):
+        PostgresMemory("notes")
+    assert PgVectorDB().search_mode == "upstream"
+    monkeypatch.delenv("MEMORA_PG_SEARCH_MODE")
+    config = MemoryConfig.model_validate(
+        {"vector_store": {"provider": "pgvector", "config": {"search_mode": "upstream"}}}
+    )
+    with pytest.raises(ConfigurationError, match="PgVectorDB's alone"):
+        AsyncMemory(config)

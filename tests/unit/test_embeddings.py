@@ -22,7 +22,8 @@ from memora_pg.embeddings import (
     embed_checked,
 )
 from memora_pg.errors import EmbeddingError, InvalidInputError, NotFoundError
-from memora_pg.testing import FakeEmbedder, FakeOpenAIServer, FakeResponse
+from memora_pg.testing import FakeEmbedder
+from tests.fake_openai import FakeOpenAIServer, FakeResponse
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import PostgresGraphDB, Settings
 from memora_pg.embeddings import HashEmbedder
-from memora_pg.testing import FakeOpenAIServer
 from memora_pg.vector import PgVectorDB
+from tests.fake_openai import FakeOpenAIServer
 
 memora = pytest.importorskip("memora", reason="runs in the memora-core environment (make test)")
 from memora.llm_backends import OpenAIBackendLLM  # noqa: E402
