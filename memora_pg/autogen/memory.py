@@ -1,339 +1,53 @@
-"""AutoGen's memory protocol: ``ListMemory`` in a list, ``PostgresMemory`` in PostgreSQL.
-
-Both implement the protocol's ``Memory`` (``update_context``, ``query``, ``add``, ``clear``,
-``close``). With autogen-core installed (``pip install 'memora-pg[autogen]'``) the protocol's
-classes *are* AutoGen's, so AutoGen's agents and model contexts take these memories and their
-results as their own. Without it, compatible stand-ins with the same names and fields are
-defined here, and images are plain bytes with an ``image/*`` mime type.
-
-``PostgresMemory`` is a thin face over ``memora_pg.graph.contents``: it validates and
-converts, embeds before the transaction opens, and runs one transaction per call.
-"""
+"""``PostgresMemory``: AutoGen's memory protocol on PostgreSQL, and its component configuration."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import builtins
-import json
-from abc import ABC, abstractmethod
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine
 from datetime import datetime
-from enum import Enum
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer
+from pydantic import BaseModel, SecretStr, field_serializer
 from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memora_pg.autogen.arguments import (
+    DEFAULT_ORG_ID,
+    DEFAULT_ORG_NAME,
+    MAX_NAME_CHARS,
+    USER_KEY,
+    check_k,
+    check_threshold,
+    optional_id,
+    query_options,
+)
+from memora_pg.autogen.convert import memory_line, message_text, to_entry, to_memory_content
+from memora_pg.autogen.protocol import (
+    CancellationToken,
+    Component,
+    Memory,
+    MemoryContent,
+    MemoryQueryResult,
+    ModelContext,
+    SystemMessage,
+    UpdateContextResult,
+)
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import (
     Embedder,
-    HashEmbedder,
     default_embedder,
     dimensions_for_new_database,
     embed_checked,
     unrelated_similarity,
 )
+from memora_pg.embeddings.config import embedder_config, embedder_from_config
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.graph import audit, autogen_contents, search, timeline
 from memora_pg.graph.validate import no_nul
 
-
-class ModelContext(Protocol):
-    """What ``update_context`` needs of a model context: AutoGen's ``ChatCompletionContext`` or any look-alike."""
-
-    async def get_messages(self) -> Sequence[Any]: ...
-
-    async def add_message(self, message: Any) -> None: ...
-
-
-# -- the protocol's types: AutoGen's own when installed, compatible stand-ins otherwise --------
-#
-# This is the only place that decides. Everything below uses these names either way.
-ConfigT = TypeVar("ConfigT", bound=BaseModel)
-
-try:
-    from autogen_core import CancellationToken, Component, Image
-    from autogen_core.memory import Memory, MemoryContent, MemoryMimeType, MemoryQueryResult, UpdateContextResult
-    from autogen_core.models import SystemMessage
-
-    AUTOGEN_CORE = True
-except ImportError:
-    AUTOGEN_CORE = False
-
-    class CancellationToken:  # type: ignore[no-redef]
-        """Stand-in for typing: any object with AutoGen's ``is_cancelled()`` and ``link_future()`` works."""
-
-    class Component(Generic[ConfigT]):  # type: ignore[no-redef]
-        """Stand-in for AutoGen's ``Component``: ``_to_config()``/``_from_config()`` work without autogen-core;
-        ``dump_component()``/``load_component()`` are autogen-core's and need it installed."""
-
-    class Image:  # type: ignore[no-redef]
-        """Stand-in: without autogen_core an image is ``bytes`` with an ``image/*`` mime type, never this."""
-
-    class MemoryMimeType(Enum):  # type: ignore[no-redef]
-        """Supported MIME types for memory content."""
-
-        TEXT = "text/plain"
-        JSON = "application/json"
-        MARKDOWN = "text/markdown"
-        IMAGE = "image/*"
-        BINARY = "application/octet-stream"
-
-    class MemoryContent(BaseModel):  # type: ignore[no-redef]
-        """A memory content item."""
-
-        content: str | bytes | dict[str, Any]
-        mime_type: MemoryMimeType | str
-        metadata: dict[str, Any] | None = None
-
-        model_config = ConfigDict(arbitrary_types_allowed=True)
-
-        @field_serializer("mime_type")
-        def serialize_mime_type(self, mime_type: MemoryMimeType | str) -> str:
-            """Serialize the MIME type to a string."""
-            return mime_type.value if isinstance(mime_type, MemoryMimeType) else mime_type
-
-    class MemoryQueryResult(BaseModel):  # type: ignore[no-redef]
-        """Result of a memory ``query()``."""
-
-        results: list[MemoryContent]
-
-    class UpdateContextResult(BaseModel):  # type: ignore[no-redef]
-        """Result of a memory ``update_context()``."""
-
-        memories: MemoryQueryResult
-
-    class SystemMessage(BaseModel):  # type: ignore[no-redef]
-        """A system message for the model (AutoGen's shape)."""
-
-        content: str
-        type: Literal["SystemMessage"] = "SystemMessage"
-
-    class Memory(ABC):  # type: ignore[no-redef]
-        """The memory protocol: storage that can enrich a model context."""
-
-        component_type = "memory"
-
-        @abstractmethod
-        async def update_context(self, model_context: ModelContext) -> UpdateContextResult: ...
-
-        @abstractmethod
-        async def query(
-            self, query: str | MemoryContent, cancellation_token: CancellationToken | None = None, **kwargs: Any
-        ) -> MemoryQueryResult: ...
-
-        @abstractmethod
-        async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None: ...
-
-        @abstractmethod
-        async def clear(self) -> None: ...
-
-        @abstractmethod
-        async def close(self) -> None: ...
-
-
-__all__ = [
-    "AUTOGEN_CORE",
-    "Image",
-    "ListMemory",
-    "Memory",
-    "MemoryContent",
-    "MemoryMimeType",
-    "MemoryQueryResult",
-    "ModelContext",
-    "PostgresMemory",
-    "SystemMessage",
-    "UpdateContextResult",
-]
-
-
-# -- ListMemory --------------------------------------------------------------------------------
-
-
-class ListMemoryConfig(BaseModel):
-    """Configuration of a ``ListMemory`` component (autogen-core's ``ListMemoryConfig``)."""
-
-    name: str | None = None
-    memory_contents: builtins.list[MemoryContent] = Field(default_factory=builtins.list)
-
-
-class ListMemory(Memory, Component[ListMemoryConfig]):
-    """Simple chronological list-based memory, as AutoGen's ``ListMemory``.
-
-    Contents are kept in a list in the order they were added. ``update_context`` appends
-    all of them to the model context as one ``SystemMessage``; ``query`` returns all of them.
-    The list can be read and replaced through the ``content`` property. It is an AutoGen
-    component: ``dump_component()`` writes ``{name, memory_contents}``.
-    """
-
-    component_type = "memory"
-    component_provider_override = "memora_pg.autogen.ListMemory"
-    component_config_schema = ListMemoryConfig
-
-    def __init__(self, name: str | None = None, memory_contents: builtins.list[MemoryContent] | None = None) -> None:
-        self._name = name or "default_list_memory"
-        self._contents: builtins.list[MemoryContent] = memory_contents if memory_contents is not None else []
-
-    @property
-    def name(self) -> str:
-        """The memory instance identifier."""
-        return self._name
-
-    @property
-    def content(self) -> builtins.list[MemoryContent]:
-        """The stored contents, oldest first."""
-        return self._contents
-
-    @content.setter
-    def content(self, value: builtins.list[MemoryContent]) -> None:
-        self._contents = value
-
-    async def update_context(self, model_context: ModelContext) -> UpdateContextResult:
-        """Append every memory to ``model_context`` as one SystemMessage (nothing when empty)."""
-        if not self._contents:
-            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
-        lines = [f"{i}. {memory.content!s}" for i, memory in enumerate(self._contents, 1)]
-        text = "\nRelevant memory content (in chronological order):\n" + "\n".join(lines) + "\n"
-        await model_context.add_message(SystemMessage(content=text))
-        return UpdateContextResult(memories=MemoryQueryResult(results=self._contents))
-
-    async def query(
-        self, query: str | MemoryContent = "", cancellation_token: CancellationToken | None = None, **kwargs: Any
-    ) -> MemoryQueryResult:
-        """Every memory, unfiltered; the query is ignored."""
-        return MemoryQueryResult(results=self._contents)
-
-    async def add(self, content: MemoryContent, cancellation_token: CancellationToken | None = None) -> None:
-        self._contents.append(content)
-
-    async def clear(self) -> None:
-        self._contents = []
-
-    async def close(self) -> None:
-        """Nothing to release."""
-
-    def _to_config(self) -> ListMemoryConfig:
-        return ListMemoryConfig(name=self._name, memory_contents=self._contents)
-
-    @classmethod
-    def _from_config(cls, config: ListMemoryConfig) -> ListMemory:
-        # A dumped mime type is its string; the MemoryMimeType values come back as its members.
-        contents = [
-            c.model_copy(update={"mime_type": _mime_out(c.mime_type)}) if isinstance(c.mime_type, str) else c
-            for c in config.memory_contents
-        ]
-        return cls(name=config.name, memory_contents=contents)
-
-
-# -- PostgresMemory: validation and conversion -------------------------------------------------
-
-# The foreign key from an entry to its user (schema.NAMING_CONVENTION).
-USER_KEY = "fk_autogen_contents_org_id_user_id_users"
-DEFAULT_ORG_ID = "default"
-DEFAULT_ORG_NAME = "default"
-MAX_K = 1_000
-MAX_NAME_CHARS = 10_000
-
 T = TypeVar("T")
-
-
-def _optional_id(value: object, what: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(f"`{what}` must be None or a non-empty string.")
-    no_nul(value, f"`{what}`")
-    return value
-
-
-def _check_k(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
-        raise InvalidInputError(f"`k` must be an integer from 1 to {MAX_K}, not {value!r}.")
-    return value
-
-
-def _check_threshold(value: object, name: str = "score_threshold") -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not -1.0 <= value <= 1.0:
-        raise InvalidInputError(f"`{name}` must be None or a number from -1 to 1, not {value!r}.")
-    return float(value)
-
-
-def _check_distance(value: object) -> float | None:
-    """``distance_threshold`` (a cosine distance d, 0 to 2) as the similarity floor 1 - d."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 2.0:
-        raise InvalidInputError(f"`distance_threshold` must be None or a cosine distance from 0 to 2, not {value!r}.")
-    return 1.0 - float(value)
-
-
-def _query_options(kwargs: dict[str, Any], k: int, threshold: float | None) -> tuple[int, float | None]:
-    """``query()``'s keyword arguments: ``k`` (alias ``top_k``, RedisMemory's name) and
-    ``score_threshold`` (or ``distance_threshold``, a cosine distance d meaning similarity >= 1 - d)."""
-    unknown = sorted(set(kwargs) - {"k", "top_k", "score_threshold", "distance_threshold", "as_of", "as_of_clock"})
-    if unknown:
-        raise InvalidInputError(
-            f"query() takes the keyword arguments k (or top_k), score_threshold (or distance_threshold), "
-            f"as_of and as_of_clock, not {unknown}."
-        )
-    if "k" in kwargs and "top_k" in kwargs:
-        raise InvalidInputError("Pass `k` or its alias `top_k`, not both.")
-    if "score_threshold" in kwargs and "distance_threshold" in kwargs:
-        raise InvalidInputError("Pass `score_threshold` or `distance_threshold` (similarity = 1 - distance), not both.")
-    chosen_k = _check_k(kwargs.get("k", kwargs.get("top_k", k)))
-    if "distance_threshold" in kwargs:
-        return chosen_k, _check_distance(kwargs["distance_threshold"])
-    return chosen_k, _check_threshold(kwargs.get("score_threshold", threshold))
-
-
-def embedder_config(embedder: Embedder | None) -> dict[str, Any] | None:
-    """How a component configuration names an embedder (never with an API key); None: the default."""
-    if embedder is None:
-        return None
-    if isinstance(embedder, HashEmbedder):
-        return {"provider": "hash", "dimensions": embedder.dimensions}
-    from memora_pg.embeddings import LocalEmbedder
-
-    if isinstance(embedder, LocalEmbedder):
-        return {"provider": "local", "variant": embedder.variant}
-    if type(embedder).__name__ == "OpenAIEmbedder":
-        from memora_pg.embeddings.openai import OpenAIEmbedder
-
-        if isinstance(embedder, OpenAIEmbedder):
-            return {
-                "provider": "openai",
-                "model": embedder.model,
-                "base_url": embedder.base_url,
-                "dimensions": embedder.dimensions,
-            }
-    raise InvalidInputError(
-        f"A {type(embedder).__name__} cannot be written to a component configuration: only HashEmbedder, "
-        "LocalEmbedder and OpenAIEmbedder can (or none: the default embedder)."
-    )
-
-
-def embedder_from_config(config: Mapping[str, Any] | None) -> Embedder | None:
-    """The embedder :func:`embedder_config` describes (an OpenAI key comes from OPENAI_API_KEY)."""
-    if config is None:
-        return None
-    options = dict(config)
-    provider = options.pop("provider", None)
-    if provider == "hash":
-        return HashEmbedder(**options)
-    if provider == "local":
-        from memora_pg.embeddings import LocalEmbedder
-
-        return LocalEmbedder(**options)
-    if provider == "openai":
-        from memora_pg.embeddings.openai import OpenAIEmbedder
-
-        return OpenAIEmbedder(**options)
-    raise InvalidInputError(f"Unknown embedder provider {provider!r}: use 'hash', 'local' or 'openai'.")
 
 
 def _url_without_password(url: str) -> str:
@@ -377,116 +91,6 @@ class PostgresMemoryConfig(BaseModel):
     @field_serializer("database_url")
     def _hide_password(self, url: SecretStr | None) -> str | None:
         return None if url is None else _url_without_password(url.get_secret_value())
-
-
-def _mismatch(mime_type: str, kind: str, content: object) -> InvalidInputError:
-    expected = {"text": "a str", "json": "a dict (or a str holding a JSON object)", "image": "an Image or bytes"}
-    return InvalidInputError(
-        f"The mime type {mime_type!r} does not match the content: {kind} content must be "
-        f"{expected.get(kind, 'bytes')}, not {type(content).__name__}."
-    )
-
-
-def to_entry(content: object) -> tuple[autogen_contents.NewContent, str | None]:
-    """Validate a MemoryContent; return the entry to store and the text to embed (None: not searchable)."""
-    if not isinstance(content, MemoryContent):
-        raise InvalidInputError(f"Memory content must be a MemoryContent, not {type(content).__name__}.")
-    mime_type = content.mime_type.value if isinstance(content.mime_type, MemoryMimeType) else content.mime_type
-    kind = autogen_contents.mime_kind(mime_type)
-    metadata = content.metadata
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidInputError(f"`metadata` must be a dict or None, not {type(metadata).__name__}.")
-    stored_metadata = json.loads(autogen_contents.canonical_json(metadata, "`metadata`")) if metadata else None
-    value = content.content
-    if isinstance(value, str):
-        if kind == "text":
-            text = autogen_contents.check_text(value)
-            return autogen_contents.NewContent(mime_type=mime_type, text=text, metadata=stored_metadata), text
-        if kind != "json":
-            raise _mismatch(mime_type, kind, value)
-        # A str with the JSON mime type is accepted when it holds a JSON object, and stored as one.
-        try:
-            value = json.loads(value)
-        except ValueError as error:
-            raise InvalidInputError(f"Content with mime type {mime_type!r} is not valid JSON: {error}") from error
-        if not isinstance(value, dict):
-            raise InvalidInputError("JSON content must be an object (a dict), not another JSON value.")
-    if isinstance(value, dict):
-        if kind != "json":
-            raise _mismatch(mime_type, kind, value)
-        text = autogen_contents.canonical_json(value, "JSON content")
-        return autogen_contents.NewContent(mime_type=mime_type, json=json.loads(text), metadata=stored_metadata), text
-    if isinstance(value, bytes | bytearray):
-        if kind in ("text", "json"):
-            raise _mismatch(mime_type, kind, value)
-        data = autogen_contents.check_bytes(bytes(value))
-        return autogen_contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
-    if AUTOGEN_CORE and isinstance(value, Image):
-        if kind != "image":
-            raise _mismatch(mime_type, kind, value)
-        data = autogen_contents.check_bytes(base64.b64decode(value.to_base64()))  # PNG
-        return autogen_contents.NewContent(mime_type=mime_type, data=data, metadata=stored_metadata), None
-    raise InvalidInputError(
-        f"Unsupported content type {type(value).__name__}: use str (text, markdown), dict (JSON), bytes or an Image."
-    )
-
-
-def _mime_out(mime_type: str) -> MemoryMimeType | str:
-    try:
-        return MemoryMimeType(mime_type)
-    except ValueError:
-        return mime_type
-
-
-def _bytes_out(data: bytes, mime_type: str) -> bytes | Image:
-    if AUTOGEN_CORE and mime_type.lower().startswith("image/"):
-        try:
-            return Image.from_base64(base64.b64encode(data).decode("ascii"))
-        except Exception:  # bytes that are not a decodable image come back as bytes
-            return data
-    return data
-
-
-def to_memory_content(stored: autogen_contents.StoredContent) -> MemoryContent:
-    """The entry as the protocol's MemoryContent, with its original Python type restored."""
-    value: str | bytes | dict[str, Any] | Image
-    if stored.text is not None:
-        value = stored.text
-    elif stored.json is not None:
-        value = stored.json
-    else:
-        assert stored.data is not None  # the table's check constraint: exactly one content column
-        value = _bytes_out(stored.data, stored.mime_type)
-    metadata = dict(stored.metadata)
-    if stored.score is not None:
-        metadata["score"] = stored.score
-    if stored.similarity is not None:
-        metadata["similarity"] = stored.similarity
-    return MemoryContent(content=value, mime_type=_mime_out(stored.mime_type), metadata=metadata or None)
-
-
-def _message_text(message: object) -> str | None:
-    """The text of a user message (AutoGen's UserMessage, or a dict/object with role "user"), else None."""
-    if isinstance(message, Mapping):
-        is_user = message.get("role") == "user" or message.get("type") == "UserMessage"
-        content = message.get("content")
-    else:
-        is_user = getattr(message, "type", None) == "UserMessage" or getattr(message, "role", None) == "user"
-        content = getattr(message, "content", None)
-    if not is_user:
-        return None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):
-        # AutoGen's multimodal content: str parts and images; the words are the query.
-        return "\n".join(part for part in content if isinstance(part, str))
-    return ""
-
-
-def _memory_line(content: object) -> str:
-    if isinstance(content, dict):
-        return json.dumps(content, ensure_ascii=False)
-    return str(content)
 
 
 async def _cancellable(token: CancellationToken | None, work: Coroutine[Any, Any, T]) -> T:
@@ -577,15 +181,15 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         self._db = Database(database_url if database_url is not None else engine, settings=settings)
         self._database_url = database_url
         self._scope = autogen_contents.Scope(
-            org_id=_optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
+            org_id=optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
             namespace=name,
-            user_id=_optional_id(user_id, "user_id"),
-            agent_id=_optional_id(agent_id, "agent_id"),
+            user_id=optional_id(user_id, "user_id"),
+            agent_id=optional_id(agent_id, "agent_id"),
         )
         self._creates_org = org_id is None
         self._embedder = embedder
-        self._k = _check_k(k)
-        self._score_threshold = _check_threshold(score_threshold)
+        self._k = check_k(k)
+        self._score_threshold = check_threshold(score_threshold)
         if not isinstance(allow_reset, bool):
             raise InvalidInputError("`allow_reset` must be a bool.")
         self._allow_reset = allow_reset
@@ -739,7 +343,7 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         datetime) searches the entries as they were then: those added by that time. An entry
         has one time, when it was added, so both clocks (``as_of_clock``) agree.
         """
-        k, threshold = _query_options(kwargs, self._k, self._score_threshold)
+        k, threshold = query_options(kwargs, self._k, self._score_threshold)
         timeline.check_clock(kwargs.get("as_of_clock", timeline.VALID))
         as_of = timeline.check_as_of(kwargs.get("as_of"))
         if isinstance(query, str):
@@ -786,13 +390,13 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         over the text limit is searched by its beginning.
         """
         messages = await model_context.get_messages()
-        text = next((t for t in map(_message_text, reversed(messages)) if t is not None), None)
+        text = next((t for t in map(message_text, reversed(messages)) if t is not None), None)
         query = (text or "").replace("\x00", "")[: autogen_contents.MAX_TEXT_CHARS]
         if not query.strip():
             return UpdateContextResult(memories=MemoryQueryResult(results=[]))
         found = await self.query(query)
         if found.results:
-            lines = [f"{i}. {_memory_line(memory.content)}" for i, memory in enumerate(found.results, 1)]
+            lines = [f"{i}. {memory_line(memory.content)}" for i, memory in enumerate(found.results, 1)]
             await model_context.add_message(
                 SystemMessage(content="\nRelevant memory content:\n" + "\n".join(lines) + "\n")
             )
