@@ -135,6 +135,8 @@ memories = Table(
     # Null when the memory is not searchable (never embedded, or removed from the vector store).
     Column("embedding", VECTOR(), nullable=True),
     Column("search_text", TSVECTOR, nullable=True),
+    # Searchable on both arms or on neither (migration 0011).
+    CheckConstraint("(embedding IS NULL) = (search_text IS NULL)", name="searchable_together"),
     # The two clocks of a version (migration 0008; memora_pg.graph.timeline). Valid time runs from
     # obtained_at to the earlier of valid_until (the earliest obtained_at among its later versions)
     # and expires_at; system time from stored_at (null: stored before 0008, taken as obtained_at)
@@ -225,6 +227,7 @@ autogen_contents = Table(
     # The full-text vector of the embedded text (migration 0007), set exactly when embedding is.
     Column("search_text", TSVECTOR, nullable=True),
     CheckConstraint("num_nonnulls(content_text, content_json, content_bytes) = 1", name="one_content"),
+    CheckConstraint("(embedding IS NULL) = (search_text IS NULL)", name="searchable_together"),
     ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
     ForeignKeyConstraint(["org_id", "user_id"], ["users.org_id", "users.user_id"], ondelete="CASCADE"),
     Index("ix_autogen_contents_namespace", "org_id", "namespace", "user_id", "agent_id", "seq"),

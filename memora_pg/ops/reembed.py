@@ -216,6 +216,17 @@ _LOCK = "LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"
 _DROP_INDEX = f"DROP INDEX IF EXISTS {{schema}}.{HNSW_INDEX}"
 _DROP_OLD_COLUMN = "ALTER TABLE {schema}.{table} DROP COLUMN embedding"
 _PROMOTE_SHADOW = "ALTER TABLE {schema}.{table} RENAME COLUMN embedding_next TO embedding"
+# The CHECK constraints on the old column (migration 0011's), which dropping it drops: each is made again on
+# the new one, unchecked under the switch's lock (it holds for every row by then), and validated after it.
+_EMBEDDING_CHECKS = """
+SELECT c.conname AS name, pg_get_constraintdef(c.oid) AS definition
+FROM pg_constraint AS c
+JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+WHERE c.conrelid = to_regclass('{schema}.{table}') AND c.contype = 'c' AND a.attname = 'embedding'
+ORDER BY c.conname
+"""
+_ADD_CHECK = 'ALTER TABLE {schema}.{table} ADD CONSTRAINT "{name}" {definition} NOT VALID'
+_VALIDATE_CHECK = 'ALTER TABLE {schema}.{table} VALIDATE CONSTRAINT "{name}"'
 
 # One organization: its searchable rows take their new vectors (rows already equal are skipped).
 # The conditions are repeated in the UPDATE so that a row changed meanwhile is checked again.
@@ -564,6 +575,7 @@ async def _missing(conn: AsyncConnection, run: _Run) -> bool:
 
 async def _try_switch(run: _Run) -> bool:
     """Switch under the lock if nothing is left to embed; False to embed the newcomers first."""
+    remade: list[tuple[_VectorTable, str]] = []
     async with run.database.transaction() as conn:
         if await _missing(conn, run):
             return False
@@ -584,15 +596,23 @@ async def _try_switch(run: _Run) -> bool:
             else:
                 await conn.execute(sql(conn, _DROP_INDEX))
                 for table in run.tables:
+                    checks = (await conn.execute(_sql(conn, _EMBEDDING_CHECKS, table))).all()
                     await conn.execute(_sql(conn, _DROP_TRIGGER, table))
                     await conn.execute(_sql(conn, _DROP_OLD_COLUMN, table))
                     await conn.execute(_sql(conn, _PROMOTE_SHADOW, table))
+                    for check in checks:
+                        added = _sql(conn, _ADD_CHECK, table, name=check.name, definition=check.definition)
+                        await conn.execute(added)
+                        remade.append((table, check.name))
                     if table is not _MEMORIES:
                         await conn.execute(_sql(conn, _FORGET_COMMENT, table))
     except DatabaseError as error:
         if sqlstate_of(error) == _LOCK_NOT_AVAILABLE:
             return False
         raise
+    for table, name in remade:
+        async with run.database.transaction() as conn:
+            await conn.execute(_sql(conn, _VALIDATE_CHECK, table, name=name))
     await _drop_function(run)
     return True
 

@@ -11,7 +11,8 @@ import textwrap
 
 import pytest
 from sqlalchemy import Connection, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from alembic import command
 from memora_pg import PostgresGraphDB, Settings, migrations
@@ -203,6 +204,16 @@ async def test_constraint_names_follow_the_convention_once(database_url: str) ->
         assert name.count(prefix + "_") == 1 or prefix == "fk", name
 
 
+async def _upgrade_through(engine: AsyncEngine, options: MigrationOptions, revision: str, seed: str) -> None:
+    """Migrate to ``revision``, write ``seed`` (statements split on ';') as that revision's code would, then
+    migrate to head: what a database written by an older version goes through."""
+    await migrations.upgrade(engine, options, revision)
+    async with engine.begin() as conn:
+        for statement in seed.split(";"):
+            await conn.execute(text(statement))
+    await migrations.upgrade(engine, options)
+
+
 async def test_0008_clocks_the_chains_already_stored(fresh_database: str) -> None:
     """Upgrading a database with chains and mem0 expiration dates gives every version its clocks' ends."""
     engine = create_async_engine(fresh_database)
@@ -218,11 +229,7 @@ async def test_0008_clocks_the_chains_already_stored(fresh_database: str) -> Non
       ('o', md5('b')::uuid, md5('a')::uuid), ('o', md5('c')::uuid, md5('b')::uuid)
     """
     try:
-        await migrations.upgrade(engine, options, "0007")
-        async with engine.begin() as conn:
-            for statement in seed.split(";"):
-                await conn.execute(text(statement))
-        await migrations.upgrade(engine, options)
+        await _upgrade_through(engine, options, "0007", seed)
         async with engine.connect() as conn:
             rows = (
                 await conn.execute(
@@ -241,3 +248,40 @@ async def test_0008_clocks_the_chains_already_stored(fresh_database: str) -> Non
     assert str(by_text["b"].valid_until.date()) == "2026-01-05"
     assert by_text["c"].valid_until is None
     assert by_text["c"].expires_at.isoformat() == "2026-02-02T00:00:00+00:00"
+
+
+async def test_0011_mends_then_keeps_search_text_and_embedding_together(fresh_database: str) -> None:
+    """Rows that broke the rule before 0011 are mended (a full-text vector without an embedding cleared, an
+    embedding without one given its text's), then the database refuses a row that breaks it."""
+    engine = create_async_engine(fresh_database)
+    options = MigrationOptions(schema="older", dimensions=3)
+    seed = """
+    INSERT INTO older.organizations (org_id, org_name) VALUES ('o', 'O');
+    INSERT INTO older.users (org_id, user_id, user_name) VALUES ('o', 'u', 'U');
+    INSERT INTO older.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
+    VALUES ('o', md5('a')::uuid, 'u', 'g', 'green tea', '2026-01-01Z', '[1,0,0]', NULL),
+           ('o', md5('b')::uuid, 'u', 'g', 'black tea', '2026-01-01Z', NULL, to_tsvector('english', 'black tea')),
+           ('o', md5('c')::uuid, 'u', 'g', 'white tea', '2026-01-01Z', '[0,1,0]', to_tsvector('english', 'white tea'));
+    INSERT INTO older.autogen_contents (org_id, content_id, namespace, mime_type, content_json, embedding)
+    VALUES ('o', md5('j')::uuid, 'notes', 'application/json', '{"drink": "oolong"}', '[0,0,1]')
+    """
+    try:
+        await _upgrade_through(engine, options, "0010", seed)
+        async with engine.connect() as conn:
+            rows = (
+                await conn.execute(text("SELECT memory, CAST(search_text AS text) AS words FROM older.memories"))
+            ).all()
+            entry = await conn.scalar(text("SELECT CAST(search_text AS text) FROM older.autogen_contents"))
+        with pytest.raises(sa_exc.IntegrityError, match="ck_memories_searchable_together"):
+            async with engine.begin() as conn:
+                await conn.execute(text("UPDATE older.memories SET search_text = NULL WHERE memory = 'white tea'"))
+        with pytest.raises(sa_exc.IntegrityError, match="ck_autogen_contents_searchable_together"):
+            async with engine.begin() as conn:
+                await conn.execute(text("UPDATE older.autogen_contents SET embedding = NULL"))
+    finally:
+        await engine.dispose()
+    texts = {row.memory: row.words for row in rows}
+    assert texts["green tea"] == "'green':1 'tea':2"
+    assert texts["black tea"] is None
+    assert texts["white tea"] == "'tea':2 'white':1"
+    assert "'oolong'" in entry

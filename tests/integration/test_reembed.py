@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Connection, text
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from alembic import command
@@ -341,6 +342,29 @@ async def test_switch_to_another_dimension(corpus: Corpus) -> None:
     assert found.results[0].content == "Prefers aisle seats on long flights"
     with pytest.raises(ConfigurationError):
         await best_memory(store(corpus, HashEmbedder(384)), corpus.org_id, queries[0])
+
+
+async def test_switch_keeps_the_searchable_together_checks(corpus: Corpus) -> None:
+    """Dropping the old vector column drops the CHECK constraints on it (migration 0011's): the switch makes
+    each again on the new column, and validates it."""
+    await reembed(database(corpus), Named("hash-200", 200))
+    async with corpus.engine.connect() as conn:
+        checks = (
+            await conn.execute(
+                text(
+                    "SELECT conname, convalidated FROM pg_constraint"
+                    " WHERE conname LIKE '%searchable_together' AND connamespace = 'memora'::regnamespace"
+                    " ORDER BY conname"
+                )
+            )
+        ).all()
+    assert [(row.conname, row.convalidated) for row in checks] == [
+        ("ck_autogen_contents_searchable_together", True),
+        ("ck_memories_searchable_together", True),
+    ]
+    with pytest.raises(sa_exc.IntegrityError, match="ck_memories_searchable_together"):
+        async with corpus.engine.begin() as conn:
+            await conn.execute(text("UPDATE memora.memories SET search_text = NULL WHERE embedding IS NOT NULL"))
 
 
 async def test_switch_leaves_no_drift(corpus: Corpus) -> None:

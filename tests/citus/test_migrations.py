@@ -1,0 +1,46 @@
+"""A revision applied to a schema already distributed: what a cluster upgraded in place goes through."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from memora_pg import citus, migrations
+
+SCHEMA = "upgraded"
+
+
+async def test_0011_on_distributed_tables(database_url: str) -> None:
+    """Migration 0011's CHECK constraints reach the shards of tables distributed at 0010: a row that breaks
+    the rule is refused on the worker that holds it."""
+    engine = create_async_engine(database_url)
+    options = migrations.MigrationOptions(schema=SCHEMA, dimensions=3)
+    try:
+        await migrations.upgrade(engine, options, "0010")
+        for statement in citus.distribution_sql(SCHEMA).splitlines():
+            if statement and not statement.startswith("--"):
+                async with engine.begin() as conn:
+                    await conn.execute(text(statement))
+        async with engine.begin() as conn:
+            await conn.execute(text(f"INSERT INTO {SCHEMA}.organizations (org_id, org_name) VALUES ('o', 'O')"))
+            await conn.execute(text(f"INSERT INTO {SCHEMA}.users (org_id, user_id, user_name) VALUES ('o', 'u', 'U')"))
+            await conn.execute(
+                text(
+                    f"INSERT INTO {SCHEMA}.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at,"
+                    " embedding, search_text) VALUES ('o', md5('a')::uuid, 'u', 'g', 'green tea', now(), '[1,0,0]',"
+                    " NULL)"
+                )
+            )
+        await migrations.upgrade(engine, options)
+        async with engine.connect() as conn:
+            mended = await conn.scalar(text(f"SELECT CAST(search_text AS text) FROM {SCHEMA}.memories"))
+        assert mended == "'green':1 'tea':2"
+        with pytest.raises(sa_exc.IntegrityError, match="ck_memories_searchable_together"):
+            async with engine.begin() as conn:
+                await conn.execute(text(f"UPDATE {SCHEMA}.memories SET search_text = NULL WHERE org_id = 'o'"))
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+        await engine.dispose()
