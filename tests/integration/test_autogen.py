@@ -647,9 +647,10 @@ async def test_queries_use_the_namespace_index(engine: AsyncEngine) -> None:
         await conn.execute(
             text(
                 "INSERT INTO memora.autogen_contents"
-                " (org_id, content_id, namespace, mime_type, content_text, embedding)"
+                " (org_id, content_id, namespace, mime_type, content_text, embedding, search_text)"
                 " SELECT 'default', gen_random_uuid(), 'ns' || (g % 200), 'text/plain', 'entry ' || g,"
-                " (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, 384) AS d)::vector"
+                " (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, 384) AS d)::vector,"
+                " memora.to_search_text('entry ' || g)"
                 " FROM generate_series(1, 6000) AS g"
             )
         )
