@@ -1,7 +1,7 @@
 """The SQL of every search statement, as it runs, compared with a file beside this test: a reviewer reads the
 statement in ``tests/unit/golden/`` (and a change to it in the diff), not only the code that builds it.
 
-``UPDATE_GOLDEN=1 pytest tests/unit/test_search_golden.py`` writes the files again after a
+``MEMORA_PG_TEST_UPDATE_GOLDEN=1 pytest tests/unit/test_search_golden.py`` writes the files again after a
 deliberate change; the diff then shows what changed in the SQL.
 """
 
@@ -64,7 +64,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
 def test_each_search_statement_is_the_one_in_its_golden_file(name: str) -> None:
     sql = BUILDERS[name]().strip() + "\n"
     path = GOLDEN / f"{name}.sql"
-    if os.environ.get("UPDATE_GOLDEN"):
+    if os.environ.get("MEMORA_PG_TEST_UPDATE_GOLDEN"):
         path.write_text(sql)
-    assert path.exists(), f"no {path.name}: run with UPDATE_GOLDEN=1 to write it"
-    assert sql == path.read_text(), f"{name}'s SQL changed: review the diff, then UPDATE_GOLDEN=1"
+    assert path.exists(), f"no {path.name}: run with MEMORA_PG_TEST_UPDATE_GOLDEN=1 to write it"
+    assert sql == path.read_text(), f"{name}'s SQL changed: review the diff, then MEMORA_PG_TEST_UPDATE_GOLDEN=1"

@@ -230,8 +230,8 @@ h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.1rem; margin-t
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { padding: .25rem .45rem; border-bottom: 1px solid #e4e7eb; text-align: left; }
 th { vertical-align: bottom; }
-td { white-space: nowrap; }
-td.name { white-space: normal; overflow-wrap: anywhere; max-width: 16rem; } td.name code { white-space: nowrap; }
+td { overflow-wrap: anywhere; } td.n, td:last-child { white-space: nowrap; overflow-wrap: normal; }
+td.name { max-width: 16rem; } td.name code { white-space: nowrap; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-size: 11px; color: #52606d; }
 svg { width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #52606d; }
