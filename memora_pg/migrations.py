@@ -20,6 +20,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from alembic import command
+from memora_pg import config
 from memora_pg import schema as tables
 from memora_pg.config import Settings
 
@@ -28,10 +29,10 @@ from memora_pg.config import Settings
 class MigrationOptions:
     """What a migration script may depend on besides the SQL it runs."""
 
-    schema: str = "memora"
-    dimensions: int = 384
-    hnsw_m: int = 16
-    hnsw_ef_construction: int = 128
+    schema: str = config.default("db_schema")
+    dimensions: int = config.default("embedding_dimensions")
+    hnsw_m: int = config.default("hnsw_m")
+    hnsw_ef_construction: int = config.default("hnsw_ef_construction")
     # The text-search configuration of a new database; None: migration 0006 decides.
     text_search_config: str | None = None
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memora_pg import config
 from memora_pg.config import Settings
 
 
@@ -43,13 +44,14 @@ class Weights:
     """The ranking's constants (``Settings.search_*``); the defaults were chosen on the LoCoMo
     development set with leave-one-conversation-out, where every fold chose the same ones."""
 
-    dense_weight: float = 0.6
+    dense_weight: float = config.default("search_dense_weight")
+    # The settings leave it to the embedder; without one, multilingual-e5's (the offline default's).
     cosine_floor: float = 0.75
-    k1: float = 1.2
-    neighbour_terms: float = 0.5
-    neighbour_boost: float = 0.3
-    lexical_floor: float = 0.3
-    candidates: int = 150
+    k1: float = config.default("search_bm25_k1")
+    neighbour_terms: float = config.default("search_neighbour_terms")
+    neighbour_boost: float = config.default("search_neighbour_boost")
+    lexical_floor: float = config.default("search_lexical_floor")
+    candidates: int = config.default("search_candidates")
 
     @classmethod
     def from_settings(cls, settings: Settings, unrelated_similarity: float) -> Weights:

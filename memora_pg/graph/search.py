@@ -431,7 +431,6 @@ DENSE_CANDIDATES = 12
 LEXICAL_CANDIDATES = 12
 MIN_SIMILARITY = 0.4
 MIN_FUSED_SCORE = 0.35
-TOP_K = 10
 
 
 @lru_cache(maxsize=32)
@@ -502,7 +501,7 @@ CROSS JOIN LATERAL (
     FROM ({fused}) AS fused
     WHERE {keep}
     ORDER BY fused.score DESC, fused.dense_rank, fused.lexical_rank
-    LIMIT {TOP_K}
+    LIMIT :top_k
 ) AS hit
 JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = hit.memory_id
 ORDER BY q.query_no, hit.score DESC, hit.dense_rank, hit.lexical_rank
@@ -535,6 +534,7 @@ async def upstream_search(
         "query_nos": list(range(len(texts))),
         "embeddings": vector_params.many(vectors),
         "queries": list(texts),
+        "top_k": settings.search_top_k,
     }
     if as_of is not None:
         params["as_of"] = as_of

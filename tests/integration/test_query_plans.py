@@ -105,6 +105,7 @@ def _search_params(user: bool) -> dict[str, Any]:
         "query_nos": [0],
         "embeddings": vector_params.many([[0.1] * DIMENSIONS]),
         "queries": ["memory number 7"],
+        "top_k": 10,
     }
     if user:
         params["user_id"] = "u7"

@@ -102,6 +102,18 @@ async def test_upstream_mode_scores_follow_upstreams_fusion(engine: AsyncEngine,
     assert all(score > 0.35 for _, score in hits)
 
 
+async def test_every_mode_returns_search_top_k_hits(engine: AsyncEngine, settings: Settings) -> None:
+    """search_top_k bounds the hits of every mode, upstream's included (it had its own 10)."""
+    small = settings.model_copy(update={"search_top_k": 2})
+    graph = PostgresGraphDB(engine, settings=small, embedder=HashEmbedder(384))
+    w = await world(graph)
+    await _facts(graph, w, ["green tea", "green tea at noon", "green tea at night", "tea, green"])
+    for mode in ("hybrid", "dense", "upstream"):
+        vector = PgVectorDB(graph.database, embedder=HashEmbedder(384), search_mode=mode)
+        (hits,) = await vector.search_memories(["green tea"], USER, w.org_id, w.user_id)
+        assert len(hits) == 2, mode
+
+
 async def test_dense_mode_scores_are_cosine_similarities(engine: AsyncEngine, settings: Settings) -> None:
     """In dense mode the score is 1 - cosine distance, nearest first, and unrelated memories score near 0."""
     vector = PgVectorDB(engine, embedder=HashEmbedder(384), settings=settings, search_mode="dense")

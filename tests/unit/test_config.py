@@ -101,3 +101,15 @@ def test_upstream_mode_is_refused_outside_the_memora_vector_store(monkeypatch: p
     )
     with pytest.raises(ConfigurationError, match="PgVectorDB's alone"):
         AsyncMemory(config)
+
+
+def test_the_readmes_settings_table_is_the_class() -> None:
+    """The README's table of settings is made from the class (every setting, its variables, its default), so a
+    default is written once: regenerate it with memora_pg.config.settings_table() after changing a setting."""
+    from pathlib import Path
+
+    from memora_pg.config import settings_table
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("<!-- settings:start (generated: memora_pg.config.settings_table) -->\n")[1]
+    assert block.split("<!-- settings:end -->")[0] == settings_table()

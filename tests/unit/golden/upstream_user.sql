@@ -38,7 +38,7 @@ CROSS JOIN LATERAL (
         LIMIT 12) AS lexical ON lexical.memory_id = dense.memory_id) AS fused
     WHERE fused.score > 0.35
     ORDER BY fused.score DESC, fused.dense_rank, fused.lexical_rank
-    LIMIT 10
+    LIMIT :top_k
 ) AS hit
 JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = hit.memory_id
 ORDER BY q.query_no, hit.score DESC, hit.dense_rank, hit.lexical_rank
