@@ -39,6 +39,17 @@ def distributed_tables() -> list[str]:
     return [ANCHOR, *ordered]
 
 
+# memories_as_of() of migration 0008 as Citus plans it: PL/pgSQL, whose queries Citus plans as any other.
+MEMORIES_AS_OF_PLPGSQL = (
+    "CREATE OR REPLACE FUNCTION {schema}.memories_as_of(at timestamptz, clock text DEFAULT 'valid') "
+    "RETURNS SETOF {schema}.memories LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$ BEGIN "
+    "IF {schema}.checked_clock(clock) = 'system' THEN RETURN QUERY SELECT m.* FROM {schema}.memories AS m "
+    "WHERE {schema}.current_in_system_time(m.obtained_at, m.stored_at, m.superseded_at, m.expires_at, at); "
+    "ELSE RETURN QUERY SELECT m.* FROM {schema}.memories AS m "
+    "WHERE {schema}.current_in_valid_time(m.obtained_at, m.valid_until, m.expires_at, at); END IF; END $$;"
+)
+
+
 def distribution_sql(schema: str, app_role: str | None = None) -> str:
     """The statements that distribute a migrated schema on a Citus coordinator, one per line.
 
@@ -62,6 +73,11 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
         for name in distributed_tables()[1:]
     ]
     lines += [f"SELECT create_reference_table('{schema}.{name}');" for name in REFERENCE_TABLES]
+    lines += [
+        "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",
+        "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL (one line here).",
+        MEMORIES_AS_OF_PLPGSQL.replace("{schema}", schema),
+    ]
     lines += [
         "-- Row-level security: memora_pg names the organization with SET LOCAL memora.org_id, which the",
         "-- coordinator sends on to the workers when citus.propagate_set_commands is 'local' (memora_pg",

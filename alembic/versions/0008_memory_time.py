@@ -107,18 +107,57 @@ $$
 """
 
 
+# The ``current_memories`` view as revision 0004 made it, written out here: a revision keeps the text it
+# ran, whatever later revisions of another file do.
+TOKENS = r"((?<![A-Za-z0-9_])(user_|agent_)[A-Za-z0-9-]+|[^ua]+|.)"
+CURRENT_MEMORIES = f"""
+CREATE OR REPLACE VIEW {{schema}}.current_memories AS
+SELECT m.org_id, m.user_id, owner.user_name, m.agent_id, agent.agent_label, m.interaction_id,
+       m.memory_id, m.memory,
+       CASE WHEN m.memory !~* '(user|agent)_' THEN m.memory ELSE (
+           SELECT string_agg(
+                      CASE lower(token.piece[2])
+                          WHEN 'user_' THEN coalesce(owner.user_name, token.piece[1])
+                          WHEN 'agent_' THEN coalesce(agent.agent_label, token.piece[1])
+                          ELSE token.piece[1]
+                      END, '' ORDER BY token.n)
+           FROM regexp_matches(m.memory, '{TOKENS}', 'gi') WITH ORDINALITY AS token(piece, n)
+       ) END AS rendered,
+       m.obtained_at,
+       (SELECT count(*) FROM {{schema}}.memory_sources AS source
+        WHERE source.org_id = m.org_id AND source.memory_id = m.memory_id) AS source_count
+FROM {{schema}}.memories AS m
+LEFT JOIN {{schema}}.users AS owner ON owner.org_id = m.org_id AND owner.user_id = m.user_id
+LEFT JOIN {{schema}}.agents AS agent ON agent.org_id = m.org_id AND agent.agent_id = m.agent_id
+WHERE NOT EXISTS (
+    SELECT 1 FROM {{schema}}.memory_updates AS newer
+    WHERE newer.org_id = m.org_id AND newer.old_memory_id = m.memory_id
+){{unexpired}}
+"""
+
+
 def _current_memories(schema: str, *, unexpired: bool) -> str:
     """The ``current_memories`` view of revision 0004, and with ``unexpired`` without expired memories."""
-    definition: str = context.script.get_revision("0004").module.CURRENT_MEMORIES
-    definition = definition.replace("{schema}", schema).replace("CREATE VIEW", "CREATE OR REPLACE VIEW", 1)
-    if unexpired:
-        definition = definition.rstrip() + "\nAND (m.expires_at IS NULL OR m.expires_at > now())\n"
-    return definition
+    condition = "\nAND (m.expires_at IS NULL OR m.expires_at > now())" if unexpired else ""
+    return CURRENT_MEMORIES.replace("{schema}", schema).replace("{unexpired}", condition)
 
 
 FILLFACTOR = 90
 
-CITUS_INSTALLED = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+# Whether the memories table is distributed already (an upgrade of a cluster in place): then the function
+# must be the PL/pgSQL form. Before distribution it is the SQL form, and `memora-pg db distribute` swaps it.
+CITUS_CATALOG = "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL"
+MEMORIES_DISTRIBUTED = "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = to_regclass(:t))"
+
+
+def _memories_distributed(quoted: str) -> bool:
+    if context.is_offline_mode():
+        return False
+    bind = op.get_bind()
+    return bool(bind.scalar(text(CITUS_CATALOG))) and bool(
+        bind.scalar(text(MEMORIES_DISTRIBUTED), {"t": f"{quoted}.memories"})
+    )
+
 
 # One row per version. A span ends at the earlier of its successor's start and its expiry, and
 # never before it begins: a back-dated correction that starts earlier leaves an empty span.
@@ -206,8 +245,7 @@ def upgrade() -> None:
         ["org_id", "user_id", sa.text("coalesce(stored_at, obtained_at)")],
         schema=schema,
     )
-    on_citus = not context.is_offline_mode() and bool(op.get_bind().scalar(text(CITUS_INSTALLED)))
-    as_of = MEMORIES_AS_OF_ON_CITUS if on_citus else MEMORIES_AS_OF
+    as_of = MEMORIES_AS_OF_ON_CITUS if _memories_distributed(quoted) else MEMORIES_AS_OF
     for definition in (CURRENT_IN_VALID_TIME, CURRENT_IN_SYSTEM_TIME, CHECKED_CLOCK, as_of, MEMORY_TIMELINE):
         op.execute(definition.replace("{schema}", quoted))
     # An expired memory is no longer current: the reporting view agrees with the stores. (Replacing a

@@ -44,3 +44,30 @@ async def test_0011_on_distributed_tables(database_url: str) -> None:
         async with engine.begin() as conn:
             await conn.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
         await engine.dispose()
+
+
+async def test_distribute_swaps_memories_as_of_for_the_form_citus_plans(database_url: str) -> None:
+    """A schema migrated before it was distributed has memories_as_of() in SQL, which Citus cannot plan over a
+    distributed table; the statements of `memora-pg db distribute` make it PL/pgSQL, and an as-of read works."""
+    engine = create_async_engine(database_url)
+    options = migrations.MigrationOptions(schema=SCHEMA, dimensions=3)
+    language = (
+        "SELECT l.lanname FROM pg_proc AS p JOIN pg_language AS l ON l.oid = p.prolang"
+        f" WHERE p.oid = to_regprocedure('{SCHEMA}.memories_as_of(timestamptz, text)')"
+    )
+    try:
+        await migrations.upgrade(engine, options)
+        async with engine.connect() as conn:
+            before = await conn.scalar(text(language))
+        for statement in citus.distribution_sql(SCHEMA).splitlines():
+            if statement and not statement.startswith("--"):
+                async with engine.begin() as conn:
+                    await conn.execute(text(statement))
+        async with engine.connect() as conn:
+            after = await conn.scalar(text(language))
+            found = await conn.scalar(text(f"SELECT count(*) FROM {SCHEMA}.memories_as_of(now()) WHERE org_id = 'o'"))
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(text(f"DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+        await engine.dispose()
+    assert (before, after, found) == ("sql", "plpgsql", 0)
