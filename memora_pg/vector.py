@@ -35,7 +35,7 @@ from memora_pg.embeddings import (
     unrelated_similarity,
 )
 from memora_pg.errors import InvalidInputError, NotFoundError
-from memora_pg.graph import audit, memories, render, saves, search, timeline, users
+from memora_pg.graph import audit, memories, render, saves, search, timeline, upstream, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
@@ -291,7 +291,7 @@ class PgVectorDB(BaseVectorDB):
         user_scoped = scope == MemorySearchScope.USER.value
         if self.search_mode == "upstream":
             async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-                return await search.upstream_search(
+                return await upstream.upstream_search(
                     conn,
                     vectors=vectors,
                     texts=queries,

@@ -17,7 +17,8 @@ from memora_pg import Settings, vector_params
 from memora_pg.db import with_vector_codec
 from memora_pg.graph import memories, search, versions
 from memora_pg.graph.filters import compile_filters
-from memora_pg.graph.search import nearest_statement, query_vectors, search_sql
+from memora_pg.graph.search import nearest_statement, query_vectors
+from memora_pg.graph.upstream import search_sql
 from memora_pg.schema import memories as memories_table
 from memora_pg.statements import Statement
 from tests.conftest import _create_database, _drop_database
