@@ -14,6 +14,9 @@ connection that failed mid-statement is invalidated rather than returned.
 A statement this cannot run exactly as SQLAlchemy would (expanding ``IN`` parameters, result
 columns SQLAlchemy converts, a Core statement object not seen before) is run by SQLAlchemy:
 :func:`prepared` returns None for it.
+
+SQLAlchemy offers no public way to the compiled parts this reuses: the five private attributes it reads
+are listed, with why, in :mod:`memora_pg.private_api`, and a test checks each on the installed version.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def stop(base: Path, version: int = 18) -> bool:
     if info is None or not info.is_running():
         return False
     server = _server(base, version, start=False)
-    server._postmaster_info = info  # the wheel stops only a server whose handle knows its postmaster
+    server._postmaster_info = info  # private (memora_pg.private_api): stops need the postmaster's handle
     server.stop()
     return True
 

@@ -114,7 +114,8 @@ def trusted(model: type[M], values: dict[str, Any]) -> M:
     This is what ``model_construct`` makes of such values, without its loop over every field's
     aliases and defaults, which was most of the time of a read that returns thousands of models
     (a page of interactions). ``values`` becomes the model's ``__dict__``: pass a dict of its own,
-    in the fields' order. Only for the plain models here (no extra fields, no post-init).
+    in the fields' order. Only for the plain models here (no extra fields, no post-init). Pydantic's
+    private attributes set here are listed in :mod:`memora_pg.private_api`.
     """
     instance = model.__new__(model)
     object.__setattr__(instance, "__dict__", values)

@@ -53,7 +53,7 @@ def socket_has_news(driver: Any) -> bool:
     loop has not run since, e.g. a restart while the loop was blocked. Anything but silence,
     or a socket this cannot peek at, means: ping.
     """
-    transport = getattr(driver, "_transport", None)
+    transport = getattr(driver, "_transport", None)  # private: memora_pg.private_api
     sock = transport.get_extra_info("socket") if transport is not None else None
     flags = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
     if sock is None or not hasattr(socket, "MSG_DONTWAIT"):

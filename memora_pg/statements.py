@@ -112,7 +112,7 @@ class FilterShape:
             return None
 
         self.condition: ColumnElement[bool] = replacement_traverse(condition, {}, unbound)
-        cache_key = self.condition._generate_cache_key()
+        cache_key = self.condition._generate_cache_key()  # private: memora_pg.private_api
         self.key = None if cache_key is None else cache_key.key
 
     def __hash__(self) -> int:

