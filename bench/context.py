@@ -15,7 +15,8 @@ from bench import data
 from bench.load import SCHEMA
 from bench.report import Figure
 from bench.server import sqlalchemy_url
-from memora_pg import Settings, db, driver
+from memora_pg import Settings, driver
+from memora_pg.engine import create_engine
 
 
 class VectorBook:
@@ -90,7 +91,7 @@ class Context:
 
     def engine(self, connections: int) -> AsyncEngine:
         """The package's own engine (its defaults: statement cache, pre-ping) with ``connections`` connections."""
-        engine = db.create_engine(sqlalchemy_url(self.url), self.settings(pool_size=connections, max_overflow=0))
+        engine = create_engine(sqlalchemy_url(self.url), self.settings(pool_size=connections, max_overflow=0))
         self.engines.append(engine)
         return engine
 

@@ -35,8 +35,9 @@ from bench.context import Statements
 from bench.reads import explained
 from bench.server import Server, connect, sqlalchemy_url
 from bench.timing import interleaved
-from memora_pg import MemoriesAndInteraction, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings, db
+from memora_pg import MemoriesAndInteraction, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.engine import create_engine
 
 SCHEMA = load.SCHEMA
 DIMENSIONS = data.DIMENSIONS
@@ -93,7 +94,7 @@ async def planning_ms(conn: asyncpg.Connection, sent: list[tuple[str, Any]]) -> 
 async def measure(url: str, orgs: int, memories: int, iterations: int) -> dict[str, Any]:
     rng = random.Random(orgs)  # noqa: S311 - which tenants are asked, not a secret
     settings = Settings(db_schema=SCHEMA)
-    engine = db.create_engine(sqlalchemy_url(url), settings)
+    engine = create_engine(sqlalchemy_url(url), settings)
     embedder = HashEmbedder(DIMENSIONS)
     vector = PgVectorDB(engine, embedder=embedder, settings=settings, search_mode="dense")
     graph = PostgresGraphDB(engine, settings=settings, embedder=embedder, associated_vector_db=vector)

@@ -21,13 +21,14 @@ from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 from pydantic import SecretStr
-from sqlalchemy import event, text
 from sqlalchemy import exc as sa_exc
-from sqlalchemy.engine import Row, make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy import text
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg import driver, embedded, pool, vector_params
+from memora_pg import driver, vector_params
 from memora_pg.config import Settings
+from memora_pg.engine import asyncpg_url, create_engine, create_engine_from_settings, scoped
 from memora_pg.errors import (
     ConfigurationError,
     DatabaseError,
@@ -42,9 +43,6 @@ T = TypeVar("T")
 # Attempts of a transaction that lost a race (see Database.retrying).
 RETRIES = 3
 
-# The longest statement a connection's statement cache keeps (asyncpg's default is 15 KB).
-CACHEABLE_STATEMENT_BYTES = 128 * 1024
-
 # SQLSTATE 25006: a write on a hot standby, or in a transaction that is READ ONLY.
 READ_ONLY_SQL_TRANSACTION = "25006"
 
@@ -53,75 +51,6 @@ _PRIMARY_READS: ContextVar[bool] = ContextVar("memora_pg_primary_reads", default
 # Set while this task brings the schema to head on first use, so that the migration's own statements do not
 # wait for it (other tasks do, on the lock).
 _FIRST_USE: ContextVar[bool] = ContextVar("memora_pg_first_use", default=False)
-
-
-def asyncpg_url(url: str) -> str:
-    """Accept the URL spellings people have (postgres://, postgresql://, +psycopg) and use asyncpg."""
-    try:
-        parsed = make_url(url)
-    except Exception as error:
-        raise ConfigurationError("The database URL cannot be parsed.") from error
-    if parsed.get_backend_name() not in ("postgresql", "postgres"):
-        raise ConfigurationError(f"memora_pg needs PostgreSQL, not {parsed.get_backend_name()!r}.")
-    query = dict(parsed.query)
-    # libpq's sslmode is asyncpg's ssl
-    if "sslmode" in query:
-        query["ssl"] = query.pop("sslmode")
-    return parsed.set(drivername="postgresql+asyncpg", query=query).render_as_string(hide_password=False)
-
-
-async def resolve_url(settings: Settings) -> str:
-    """The configured URL, or the embedded server's (started if needed, off the event loop)."""
-    configured = settings.url()
-    if configured:
-        return asyncpg_url(configured)
-    return await asyncio.to_thread(
-        embedded.ensure_running, settings.embedded_data_dir, settings.embedded_postgres_version
-    )
-
-
-def create_engine(url: str, settings: Settings) -> AsyncEngine:
-    connect_args: dict[str, Any] = {
-        "statement_cache_size": settings.statement_cache_size,
-        # asyncpg keeps no statement longer than 15 KB by default; a search's is about that long, and one
-        # not kept is prepared and planned anew on every call.
-        "max_cacheable_statement_size": CACHEABLE_STATEMENT_BYTES,
-        "server_settings": {"application_name": "memora_pg"},
-    }
-    if settings.statement_timeout_ms is not None:
-        connect_args["server_settings"]["statement_timeout"] = str(settings.statement_timeout_ms)
-    if settings.statement_cache_size == 0:
-        # Behind pgbouncer in transaction mode no prepared statement may outlive its transaction.
-        # With both caches off, asyncpg (>= 0.29) prepares SQLAlchemy's statements unnamed, so no
-        # name can collide on a shared server connection and none is left behind there; unique
-        # names (``prepared_statement_name_func``) would instead leave one named statement per
-        # query on pgbouncer's server connections.
-        connect_args["prepared_statement_cache_size"] = 0
-    engine = create_async_engine(
-        url,
-        pool_size=settings.pool_size,
-        max_overflow=settings.max_overflow,
-        pool_timeout=settings.pool_timeout,
-        pool_recycle=settings.pool_recycle,
-        connect_args=connect_args,
-    )
-    if settings.pool_pre_ping:
-        # A connection just opened, or just back in the pool, has just talked to the server.
-        event.listen(engine.sync_engine, "connect", pool.note_checkin)
-        event.listen(engine.sync_engine, "checkin", pool.note_checkin)
-        event.listen(engine.sync_engine, "checkout", pool.pinger(settings.pool_pre_ping_idle))
-    else:
-        event.listen(engine.sync_engine, "checkout", pool.drop_closed_connection)
-    return engine
-
-
-async def create_engine_from_settings(settings: Settings) -> AsyncEngine:
-    return create_engine(await resolve_url(settings), settings)
-
-
-def scoped(engine: AsyncEngine, schema: str) -> AsyncEngine:
-    """The same pool, with memora_pg's tables mapped into ``schema``."""
-    return engine.execution_options(schema_translate_map={None: schema})
 
 
 @asynccontextmanager

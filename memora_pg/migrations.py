@@ -187,7 +187,7 @@ def run_env(context: EnvironmentContext) -> None:
 
 
 async def _run_online_from_settings(run: Any) -> None:
-    from memora_pg.db import create_engine_from_settings
+    from memora_pg.engine import create_engine_from_settings
 
     settings = Settings()
     engine = await create_engine_from_settings(settings)

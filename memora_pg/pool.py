@@ -3,7 +3,7 @@
 SQLAlchemy's own ``pool_pre_ping`` wraps its ping in a transaction (three round trips with
 asyncpg). These listeners ping with one simple-protocol ``SELECT 1``, and skip the ping for a
 connection that came back less than ``pool_pre_ping_idle`` seconds ago unless a non-blocking
-peek at its socket shows the server closed it (``db.create_engine`` installs them).
+peek at its socket shows the server closed it (``engine.create_engine`` installs them).
 """
 
 from __future__ import annotations

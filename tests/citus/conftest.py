@@ -24,7 +24,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import citus, db, migrations
+from memora_pg import citus, migrations
+from memora_pg.engine import asyncpg_url
 from tests.citus import cluster
 
 SCHEMA = "memora"
@@ -94,7 +95,7 @@ def citus_cluster() -> Iterator[cluster.Cluster | None]:
 def database_url(citus_cluster: cluster.Cluster | None) -> str:
     """The coordinator's database, with schema memora migrated and distributed by org_id."""
     configured = os.environ.get("MEMORA_PG_TEST_CITUS_URL")
-    url = db.asyncpg_url(configured) if configured else citus_cluster.url  # type: ignore[union-attr]
+    url = asyncpg_url(configured) if configured else citus_cluster.url  # type: ignore[union-attr]
     asyncio.run(migrate_and_distribute(url))
     return url
 

@@ -24,8 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import DatabaseError, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
-from memora_pg.db import create_engine
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.engine import create_engine
 from memora_pg.mem0 import AsyncMemory
 from tests.integration.helpers import chat, payload, world
 

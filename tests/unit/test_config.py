@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memora_pg import Settings
-from memora_pg.db import asyncpg_url
+from memora_pg.engine import asyncpg_url
 from memora_pg.errors import ConfigurationError
 
 
