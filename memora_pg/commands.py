@@ -1,0 +1,339 @@
+"""The ``memora-pg`` commands: each builds Settings from its arguments, calls one operation and prints
+(``memora_pg.cli`` parses the arguments and picks the command)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import sys
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from memora_pg import embedded
+from memora_pg.config import Settings
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    if getattr(args, "database_url", None):
+        overrides["database_url"] = args.database_url
+    if getattr(args, "schema", None):
+        overrides["db_schema"] = args.schema
+    if getattr(args, "postgres_version", None):
+        overrides["embedded_postgres_version"] = args.postgres_version
+    if getattr(args, "data_dir", None):
+        overrides["embedded_data_dir"] = Path(args.data_dir)
+    return Settings(**overrides)
+
+
+def _run(call: Coroutine[Any, Any, int]) -> int:
+    return asyncio.run(call)
+
+
+class Progress:
+    """A one-line progress bar on stderr (only on a terminal); ``update(done, total)``."""
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+
+    def update(self, done: int, total: int | None = None) -> None:
+        if not self.live:
+            return
+        if total:
+            width = 30
+            filled = int(width * min(done, total) / total)
+            bar = "#" * filled + "-" * (width - filled)
+            self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
+        else:
+            self.stream.write(f"\r{self.label} {done}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\n")
+
+
+def _print(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, indent=2, default=str) if getattr(args, "json", False) else text)
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from memora_pg.demo import run_demo
+
+    asyncio.run(run_demo(_settings(args)))
+    return 0
+
+
+def _alembic(args: argparse.Namespace) -> Any:
+    from memora_pg import migrations
+
+    settings = _settings(args)
+    return migrations.MigrationOptions.from_settings(settings), settings
+
+
+def cmd_db(args: argparse.Namespace) -> int:
+    from alembic import command
+    from memora_pg import migrations
+    from memora_pg.db import Database
+
+    options, settings = _alembic(args)
+    if args.action == "sql":
+        # Offline: needs no database; the script a DBA reviews and runs.
+        config = migrations.alembic_config(options)
+        command.upgrade(config, f"{args.start}:{args.revision}" if args.start else args.revision, sql=True)
+        return 0
+    if args.action == "history":
+        command.history(migrations.alembic_config(options))
+        return 0
+    if args.action == "distribute":
+        from memora_pg.citus import distribution_sql
+
+        print(distribution_sql(settings.db_schema, app_role=args.app_role))
+        return 0
+
+    async def online() -> int:
+        async with Database(settings=settings) as database:
+            engine = await database.raw_engine()
+            if args.action == "upgrade":
+                await migrations.upgrade(engine, options, args.revision)
+            elif args.action == "downgrade":
+                if not args.revision or args.revision == "head":
+                    raise SystemExit("memora-pg db downgrade needs a target revision, e.g. 'base' or '0002'")
+                await migrations.downgrade(engine, options, args.revision)
+            async with engine.connect() as conn:
+                current = await migrations.current_revision(conn, settings.db_schema)
+            head = migrations.head_revision()
+            _print(
+                args,
+                {"schema": settings.db_schema, "revision": current, "head": head},
+                f"schema {settings.db_schema!r}: revision {current or 'none'} (head {head})",
+            )
+            return 0
+
+    return _run(online())
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    base, version = settings.embedded_data_dir, settings.embedded_postgres_version
+    if args.action == "start":
+        started = embedded.ensure_running(base, version)
+        _print(args, {"running": True, "url": started}, started)
+        return 0
+    if args.action == "stop":
+        stopped = embedded.stop(base, version)
+        _print(args, {"stopped": stopped}, "stopped" if stopped else "not running")
+        return 0
+    url = embedded.status(base, version)
+    if url is None:
+        _print(args, {"running": False}, "not running")
+        return 3
+    if args.action == "url":
+        print(url)
+    else:
+        _print(
+            args,
+            {"running": True, "url": url, "data_dir": str(embedded.data_directory(base, version))},
+            f"running: {url}\ndata: {embedded.data_directory(base, version)}",
+        )
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import doctor
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            checks = await doctor.diagnose(database, embedder_dimensions=args.embedding_dimensions)
+        lines = []
+        for check in checks:
+            mark = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}[check.status]
+            lines.append(f"[{mark}] {check.name}: {check.detail}" + (f"\n       fix: {check.fix}" if check.fix else ""))
+        _print(args, [c.as_dict() for c in checks], "\n".join(lines))
+        return doctor.exit_code(checks)
+
+    return _run(go())
+
+
+def parse_embedder(spec: str, base_url: str | None = None) -> Any:
+    """``local``, ``hash:DIM`` or ``openai:MODEL[:DIM]`` as an embedder."""
+    from memora_pg.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder
+
+    kind, _, rest = spec.partition(":")
+    if kind == "local" and not rest:
+        return LocalEmbedder()
+    if kind == "hash" and rest.isdigit():
+        return HashEmbedder(int(rest))
+    if kind == "openai" and rest:
+        model, _, dims = rest.partition(":")
+        return OpenAIEmbedder(model, base_url=base_url, dimensions=int(dims) if dims.isdigit() else None)
+    raise argparse.ArgumentTypeError(f"--embedder {spec!r}: use local, hash:DIM or openai:MODEL[:DIM]")
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import reembed
+
+    embedder = parse_embedder(args.embedder, args.base_url)
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            bar = Progress("re-embedding")
+            try:
+                result = await reembed.reembed(
+                    database,
+                    embedder,
+                    org_id=args.org_id,
+                    batch_size=args.batch_size,
+                    progress=bar.update,
+                    restart=args.restart,
+                )
+            finally:
+                bar.close()
+        data = result.as_dict() if hasattr(result, "as_dict") else vars(result)
+        _print(args, data, "re-embedded: " + ", ".join(f"{k}={v}" for k, v in data.items()))
+        return 0
+
+    return _run(go())
+
+
+def cmd_text_search(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import text_search
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            if args.config is None:
+                found = await text_search.current(database)
+                _print(args, {"config": found}, found)
+                return 0
+            bar = Progress("rewriting full-text vectors")
+            try:
+                result = await text_search.switch(
+                    database, args.config, batch_size=args.batch_size, progress=bar.update
+                )
+            finally:
+                bar.close()
+        data = result.as_dict()
+        _print(args, data, f"text search: {result.previous} -> {result.config}, {result.rewritten} vectors rewritten")
+        return 0
+
+    return _run(go())
+
+
+@contextlib.contextmanager
+def _output(path: str | None) -> Iterator[TextIO]:
+    if path in (None, "-"):
+        yield sys.stdout
+        return
+    with open(path, "w", encoding="utf-8") as handle:
+        yield handle
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import transfer
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            bar = Progress("exporting", sys.stderr)
+            try:
+                with _output(args.output) as out:
+                    counts = await transfer.export(database, out, org_id=args.org_id, progress=bar.update)
+            finally:
+                bar.close()
+        print(json.dumps(counts) if args.json else "exported: " + _counts(counts), file=sys.stderr)
+        return 0
+
+    return _run(go())
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import transfer
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            bar = Progress("importing")
+            try:
+                await database.migrate()
+                source: Any = sys.stdin if args.input == "-" else Path(args.input)
+                counts = await transfer.import_(database, source, progress=bar.update)
+            finally:
+                bar.close()
+        _print(args, counts, "imported: " + _counts(counts))
+        return 0
+
+    return _run(go())
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{value} {key}" for key, value in counts.items())
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import report
+
+    async def go() -> Any:
+        async with Database(settings=_settings(args)) as database:
+            return await report.headline(database, org_id=args.org_id)
+
+    found = asyncio.run(go())
+    if args.html:
+        Path(args.html).write_text(report.render_html(found), encoding="utf-8")
+    if args.json:
+        print(json.dumps(report.as_dict(found), indent=2, default=str))
+    else:
+        print(report.render_text(found))
+        if args.html:
+            print(f"HTML report written to {args.html}")
+    return 0
+
+
+def _build_progress(phase: str, done: int, total: int) -> None:
+    """A running index build's progress, on stderr (stdout stays the command's answer)."""
+    share = f" ({100 * done / total:.0f}%)" if total else ""
+    print(f"building the HNSW index: {phase}, {done:,} of {total:,} rows{share}", file=sys.stderr, flush=True)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.ops import indexes
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            if args.action == "build":
+                await indexes.build_missing(database)
+                found = await indexes.build_hnsw(database, progress=_build_progress)
+            elif args.action == "drop":
+                found = await indexes.drop_hnsw(database)
+            else:
+                found = await indexes.state(database)
+            settings = database.settings
+        text_ = f"index mode: {found.mode}"
+        if found.mode == "hnsw":
+            text_ += f" (m = {found.m}, ef_construction = {found.ef_construction})"
+            if not found.valid:
+                text_ += " INVALID: run memora-pg index build"
+            elif not found.built_as(settings):
+                text_ += (
+                    f"; the settings ask for m = {settings.hnsw_m}, ef_construction = "
+                    f"{settings.hnsw_ef_construction}: 'memora-pg index build' rebuilds it without blocking"
+                )
+        _print(args, dataclasses.asdict(found), text_)
+        return 0
+
+    return _run(go())
