@@ -7,9 +7,10 @@ not the rows searched: every step after the candidates are chosen works on them 
 
 **Candidates** (:func:`_candidates`), for each query:
 
-* the nearest rows, :data:`NEAREST_ROWS` or the hits asked for (:func:`nearest_branches`): an exact sort of the
+* the nearest rows, ``NEAREST_ROWS`` or the hits asked for (:func:`memora_pg.graph.nearest.nearest_branches`):
+  an exact sort of the
   scope's rows while the scope (a user, a namespace) has at most :data:`EXACT_ROWS`, else the
-  HNSW index with iterative scans, its options set inside the statement (:func:`hnsw_options`);
+  HNSW index with iterative scans, its options set inside the statement (``nearest.hnsw_options``);
 * the rows of the query's rare words (a word that at most ``candidates`` of the searched rows
   hold), found by the GIN index: at most :data:`LEXICAL_ROWS`, those whose rare words weigh most
   first (:func:`_rare_rows`); a commoner word brings none (its rarity weight is low);
@@ -32,10 +33,7 @@ alone, and a call of one query binds it as values, so that PostgreSQL keeps one 
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Sequence
 from typing import Any
 
 from pgvector.sqlalchemy import VECTOR
@@ -63,71 +61,19 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY, TSVECTOR
 from sqlalchemy.sql.elements import ColumnElement
-from sqlalchemy.sql.schema import Table
-from sqlalchemy.sql.sqltypes import JSON, NullType
-from sqlalchemy.sql.util import ClauseAdapter
+from sqlalchemy.sql.sqltypes import NullType
 
 from memora_pg import vector_params
+from memora_pg.graph.nearest import (
+    EXACT_ROWS,
+    Corpus,
+    nearest_branches,
+    nearest_count,
+    number,
+    scope_rows,
+    similarity,
+)
 from memora_pg.graph.scoring import Weights
-
-
-@dataclass(frozen=True, eq=False)
-class Corpus:
-    """What a search ranks: a table with an id, a write order, an embedding, a full-text vector,
-    the columns a hit returns, and what makes two rows neighbours: the same ``neighbourhood``
-    (rows written just before and after in one interaction), or, for rows with none, the same
-    ``unattached`` (rows of one user written just before and after). Without a ``neighbourhood``,
-    the rows of a search's scope neighbour by write order."""
-
-    table: Table
-    id_column: str
-    neighbourhood: str | None
-    returned: tuple[str, ...]
-    unattached: str | None = None
-    # The columns before ``seq`` of the index that finds a row's neighbours when there is no
-    # ``neighbourhood``: a probe orders by them too, so that the index delivers its order even where
-    # the scope pins them with IS NULL (which the planner does not take as fixing a column's value).
-    order_prefix: tuple[str, ...] = ()
-    # The leading columns of the btree that finds a search's scope (a user's rows, a namespace's): a
-    # search reads its scope in that order, so that its plan walks that index whatever the planner guesses.
-    scope_index: tuple[str, ...] = ("org_id",)
-
-    def c(self, name: str) -> ColumnElement[Any]:
-        found: ColumnElement[Any] = self.table.c[name]
-        return found
-
-    def scope_order(self) -> list[ColumnElement[Any]]:
-        return [self.c(name) for name in self.scope_index]
-
-    @cached_property
-    def json_columns(self) -> frozenset[str]:
-        """The returned columns of a JSON type, which a search statement returns as their text."""
-        return frozenset(name for name in self.returned if isinstance(self.table.c[name].type, JSON))
-
-    def decode(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        """A candidate's returned columns as the faces read a row, its JSON decoded."""
-        found = {name: row[name] for name in self.returned}
-        for name in self.json_columns:
-            if found[name] is not None:
-                found[name] = json.loads(found[name])
-        return found
-
-
-def number(value: float) -> ColumnElement[Any]:
-    """A constant of the ranking, written into the statement's text: the planner sees its value
-    (a bound LIMIT is planned as an unknown one), and the statement binds only the call's values."""
-    if isinstance(value, int):
-        return literal_column(str(value), Integer)
-    return literal_column(f"CAST({float(value)!r} AS double precision)", Float)
-
-
-def similarity(distance: ColumnElement[Any]) -> ColumnElement[Any]:
-    """The cosine similarity of a cosine ``distance``; 0 where pgvector's distance is NaN (a zero vector,
-    as an embedder may give a text of no words), so that no NaN reaches a score or a threshold."""
-    return func.coalesce(
-        func.nullif(number(1) - distance, literal_column("CAST('NaN' AS double precision)")), number(0.0)
-    )
-
 
 # One row per query: its number, its vector, its terms (the schema's full-text rule) and the
 # tsquery matching any of them (a sparse retriever's "any word", not a phrase).
@@ -242,17 +188,9 @@ def _neighbour_probes(corpus: Corpus, searchable: ColumnElement[bool], found: CT
     return probes
 
 
-# A search that pins a user (or a namespace) sorts that scope's rows exactly while they are at most this
-# many; beyond, the HNSW index delivers the nearest. The scope's rows are counted no further than one
-# more, and that count is also the row count of the lexical arm's rarity (BENCHMARKS.md, search scaling).
-EXACT_ROWS = 2000
 # How far the scope's rows holding a query term are counted: the document frequency of the term's
 # rarity weight, exact up to this count.
 RARITY_ROWS = 600
-# The nearest rows a search scores: this many, or the hits asked for if more (and at most
-# ``Weights.candidates`` beyond those). With the rows around each candidate scored too, more nearest
-# rows changed no LoCoMo hit, for 10 hits or for 20.
-NEAREST_ROWS = 30
 # The rows of rare query terms a search scores, per query: those whose rare terms weigh most.
 LEXICAL_ROWS = 100
 
@@ -281,74 +219,6 @@ def _common_terms(corpus: Corpus, schema: str, size: CTE, *, candidates: int, us
     listed = text(sql).columns(column("lexeme", Text)).subquery("listed")
     large = select(size.c.n > number(EXACT_ROWS)).scalar_subquery()
     return select(listed.c.lexeme).where(large).cte("common_terms")
-
-
-def nearest_count(k: int, candidates: int) -> int:
-    """How many nearest rows a search of ``k`` hits scores."""
-    return max(k, min(candidates, NEAREST_ROWS))
-
-
-def hnsw_options() -> ColumnElement[bool]:
-    """True, once this statement's transaction has pgvector's iterative scans on and ``hnsw.ef_search``
-    at the bound ``:ef``. As a condition of the index scan's own query it is a one-time filter, run
-    before the scan starts: the options hold for this statement alone, with no round trip of their own."""
-    options = select(
-        func.concat(
-            func.set_config(literal_column("'hnsw.iterative_scan'"), literal_column("'relaxed_order'"), true()),
-            func.set_config(literal_column("'hnsw.ef_search'"), bindparam("ef", type_=Text), true()),
-        )
-    ).scalar_subquery()
-    return options.is_not(None)
-
-
-def scope_rows(corpus: Corpus, scope: ColumnElement[bool]) -> CTE:
-    """The rows of ``corpus`` matching ``scope``, counted up to one more than :data:`EXACT_ROWS`: ``n``.
-    They are counted in the order of the scope's btree (``Corpus.scope_index``), where a user's rows are
-    counted in the index alone (an index-only scan): so the count does not ask whether each row has its
-    embedding, and a row without one (made unsearchable) still counts, as a row of the scope."""
-    counted = (
-        select(number(1)).where(scope).order_by(*corpus.scope_order()).limit(number(EXACT_ROWS + 1)).subquery("counted")
-    )
-    return select(func.count().label("n")).select_from(counted).cte("scope_rows")
-
-
-def nearest_branches(
-    columns: Sequence[ColumnElement[Any]],
-    *,
-    corpus: Corpus,
-    searchable: ColumnElement[bool],
-    distance: ColumnElement[Any],
-    limit: int,
-    size: CTE | None,
-) -> list[Select[Any]]:
-    """The ``limit`` rows of ``corpus`` nearest by ``distance`` among those matching ``searchable``: by
-    the HNSW index (iterative scans, so a selective condition still fills the list); for a search of a
-    scope whose ``size`` (:func:`scope_rows`) is at most :data:`EXACT_ROWS`, by an exact sort of the
-    scope's rows instead (ties by write order), read in the order of its btree (``Corpus.scope_index``)
-    and no further than EXACT_ROWS + 1 of them: whatever the planner guesses of the scope's size, it
-    never scans the table for a small scope. The two are branches of one statement, one of them gated off
-    by the size, so each call runs one. Without a ``size``, the index alone. Each branch also returns the
-    ``distance``, computed once per row (its sort key is that column)."""
-    indexed = distance.label("distance")
-    by_index = select(*columns, indexed).where(searchable, hnsw_options()).order_by(indexed).limit(number(limit))
-    if size is None:
-        return [by_index]
-    small = select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
-    rows = (
-        select(corpus.table)
-        .where(searchable, small)
-        .order_by(*corpus.scope_order())
-        .limit(number(EXACT_ROWS + 1))
-        .subquery("scope")
-    )
-    adapt = ClauseAdapter(rows).traverse
-    sorted_ = adapt(distance).label("distance")
-    exact = (
-        select(*(adapt(column) for column in columns), sorted_)
-        .order_by(sorted_, adapt(corpus.c("seq")))
-        .limit(number(limit))
-    )
-    return [exact, by_index.where(small.is_(False))]
 
 
 def _rare_rows(rarity: CTE, size: CTE, *, candidates: int) -> Select[Any]:

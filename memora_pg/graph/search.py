@@ -44,14 +44,14 @@ from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.errors import ConfigurationError
 from memora_pg.graph import autogen_contents as autogen_contents_rows
-from memora_pg.graph import ranking, scoring, timeline
+from memora_pg.graph import nearest, ranking, scoring, timeline
 from memora_pg.schema import autogen_contents, memories, memory_updates
 from memora_pg.statements import FilterShape, Statement
 
 Hit = tuple[dict[str, Any], float]
 
 # The memories as the searches rank them; a hit returns these columns.
-MEMORIES = ranking.Corpus(
+MEMORIES = nearest.Corpus(
     memories,
     id_column="memory_id",
     neighbourhood="interaction_id",
@@ -72,18 +72,18 @@ def _hits(query: ColumnElement[Any], *, where: ColumnElement[bool], k: int, scop
     (as ``score`` and ``cosine``), best first."""
     distance = memories.c.embedding.cosine_distance(query)
     searchable = and_(memories.c.embedding.is_not(None), where)
-    branches = ranking.nearest_branches(
+    branches = nearest.nearest_branches(
         [memories.c[name] for name in MEMORIES.returned],
         corpus=MEMORIES,
         searchable=searchable,
         distance=distance,
         limit=k,
-        size=ranking.scope_rows(MEMORIES, where) if scoped else None,
+        size=nearest.scope_rows(MEMORIES, where) if scoped else None,
     )
     # Inside a LATERAL of several queries the branches take the query's vector from outside.
     branches = [branch.correlate_except(memories) for branch in branches]
     found = union_all(*branches).subquery("found") if len(branches) > 1 else branches[0].subquery("found")
-    similarity = ranking.similarity(found.c.distance)
+    similarity = nearest.similarity(found.c.distance)
     returned = [found.c[name] for name in MEMORIES.returned]
     return select(*returned, similarity.label("score"), similarity.label("cosine")).order_by(found.c.distance)
 
@@ -229,7 +229,7 @@ def autogen_where(scope: autogen_contents_rows.Scope, *, as_of: datetime | None 
 
 
 # The AutoGen protocol's entries, ranked the same way within a namespace (neighbours by write order).
-AUTOGEN_CONTENTS = ranking.Corpus(
+AUTOGEN_CONTENTS = nearest.Corpus(
     autogen_contents,
     id_column="content_id",
     neighbourhood=None,
@@ -240,7 +240,7 @@ AUTOGEN_CONTENTS = ranking.Corpus(
 
 
 def statement(
-    corpus: ranking.Corpus,
+    corpus: nearest.Corpus,
     *,
     schema: str,
     where: Where,
@@ -268,13 +268,13 @@ def statement(
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
     # The HNSW scan's search width: the setting's, or the rows it is asked for if more.
-    nearest = k if dense else ranking.nearest_count(k, weights.candidates)
-    ef = max(settings.hnsw_ef_search, nearest)
+    asked = k if dense else nearest.nearest_count(k, weights.candidates)
+    ef = max(settings.hnsw_ef_search, asked)
     return Statement(built, {**params, **where.params, "ef": str(ef)})
 
 
 def _build(
-    corpus: ranking.Corpus,
+    corpus: nearest.Corpus,
     schema: str,
     where: ColumnElement[bool],
     k: int,
@@ -305,7 +305,7 @@ def _build(
 
 @lru_cache(maxsize=256)
 def _built(
-    corpus: ranking.Corpus,
+    corpus: nearest.Corpus,
     schema: str,
     shape: tuple[Any, ...],
     k: int,
@@ -334,7 +334,7 @@ def _user_scope(shape: tuple[Any, ...]) -> bool:
 
 async def find(
     database: Database,
-    corpus: ranking.Corpus,
+    corpus: nearest.Corpus,
     *,
     org_id: str,
     where: Where,
@@ -403,7 +403,7 @@ def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:
 
 
 def ranked(
-    rows: Sequence[Row[Any]], queries: int, *, corpus: ranking.Corpus, k: int, weights: scoring.Weights
+    rows: Sequence[Row[Any]], queries: int, *, corpus: nearest.Corpus, k: int, weights: scoring.Weights
 ) -> list[list[Hit]]:
     """The ``k`` best of each query's candidates (the rows of a hybrid search statement), scored."""
     candidates: list[list[Mapping[str, Any]]] = [[] for _ in range(queries)]

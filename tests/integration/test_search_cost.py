@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from memora_pg import MemorySearchScope, PgVectorDB, Settings
 from memora_pg.db import with_vector_codec
 from memora_pg.embeddings import HashEmbedder
-from memora_pg.graph import ranking, scoring, search
+from memora_pg.graph import nearest, scoring, search
 from tests.conftest import _create_database, _drop_database
 from tests.integration.helpers import Explain, executed_nodes, seed_for_plans
 
@@ -111,7 +111,7 @@ async def test_a_large_users_search_reads_a_bounded_number_of_rows(seeded: Async
     assert not any(n["Node Type"] == "Sort" and n.get("Actual Rows", 0) * n["Actual Loops"] >= LARGE for n in nodes)
     scans = _memories_scans(nodes)
     read = [n["Actual Rows"] * n["Actual Loops"] for n in scans]
-    assert max(read) <= ranking.EXACT_ROWS + 1
+    assert max(read) <= nearest.EXACT_ROWS + 1
     assert sum(read) <= LARGE // 2, read
     # Beyond EXACT_ROWS, a word's rows are counted only as far as telling whether they are candidates.
     probes = [n for n in scans if n["Node Type"] == "Bitmap Heap Scan"]

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy.dialects import postgresql
 
 from memora_pg import Settings
-from memora_pg.graph import ranking, scoring, search
+from memora_pg.graph import nearest, ranking, scoring, search
 
 
 def _compiled(scoped: bool, mode: str = "hybrid", queries: int = 1) -> tuple[str, set[str]]:
@@ -35,7 +35,7 @@ def test_the_statement_binds_only_the_calls_values(scoped: bool) -> None:
     assert bound == (expected | {"where_user_id"} if scoped else expected)
     assert f"LIMIT {ranking.RARITY_ROWS + 1}" in sql
     assert f"LIMIT {scoring.Weights().candidates + 1}" in sql
-    assert f"LIMIT {ranking.NEAREST_ROWS}" in sql
+    assert f"LIMIT {nearest.NEAREST_ROWS}" in sql
     assert f"<= {ranking.LEXICAL_ROWS}" in sql
 
 
@@ -55,7 +55,7 @@ def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
     further than one more (whatever the planner guesses of the user's size), and walks the index beyond,
     both gated by the one bounded count; a search of a whole organization has the index."""
     scoped, _ = _compiled(True)
-    assert f"LIMIT {ranking.EXACT_ROWS + 1}" in scoped
+    assert f"LIMIT {nearest.EXACT_ROWS + 1}" in scoped
     assert scoped.count("ORDER BY memories.org_id, memories.user_id") == 2  # the count, the sort
     assert scoped.count("set_config") == 2
     organization, _ = _compiled(False)
@@ -64,7 +64,7 @@ def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
 
 
 @pytest.mark.parametrize(
-    ("k", "candidates", "nearest"), [(10, 150, 30), (20, 150, 30), (80, 150, 80), (200, 150, 200), (10, 20, 20)]
+    ("k", "candidates", "rows"), [(10, 150, 30), (20, 150, 30), (80, 150, 80), (200, 150, 200), (10, 20, 20)]
 )
-def test_nearest_rows_are_thirty_or_the_hits_asked_for(k: int, candidates: int, nearest: int) -> None:
-    assert ranking.nearest_count(k, candidates) == nearest
+def test_nearest_rows_are_thirty_or_the_hits_asked_for(k: int, candidates: int, rows: int) -> None:
+    assert nearest.nearest_count(k, candidates) == rows

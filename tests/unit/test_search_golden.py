@@ -15,13 +15,13 @@ import pytest
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 
 from memora_pg import Settings, driver
-from memora_pg.graph import autogen_contents, ranking, search, upstream
+from memora_pg.graph import autogen_contents, nearest, search, upstream
 
 GOLDEN = Path(__file__).parent / "golden"
 SCHEMA = "memora"
 
 
-def _compiled(corpus: ranking.Corpus, where: search.Where, *, mode: str, queries: int, scoped: bool) -> str:
+def _compiled(corpus: nearest.Corpus, where: search.Where, *, mode: str, queries: int, scoped: bool) -> str:
     statement = search.statement(
         corpus,
         schema=SCHEMA,
