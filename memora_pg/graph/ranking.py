@@ -8,9 +8,8 @@ not the rows searched: every step after the candidates are chosen works on them 
 **Candidates** (:func:`_candidates`), for each query:
 
 * the nearest rows, ``NEAREST_ROWS`` or the hits asked for (:func:`memora_pg.graph.nearest.nearest_branches`):
-  an exact sort of the
-  scope's rows while the scope (a user, a namespace) has at most :data:`EXACT_ROWS`, else the
-  HNSW index with iterative scans, its options set inside the statement (``nearest.hnsw_options``);
+  an exact sort of the scope's rows while the scope (a user, a namespace) has at most ``EXACT_ROWS``,
+  else the HNSW index with iterative scans, its options set inside the statement;
 * the rows of the query's rare words (a word that at most ``candidates`` of the searched rows
   hold), found by the GIN index: at most :data:`LEXICAL_ROWS`, those whose rare words weigh most
   first (:func:`_rare_rows`); a commoner word brings none (its rarity weight is low);
