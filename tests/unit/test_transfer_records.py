@@ -13,7 +13,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.elements import Null
 
 from memora_pg.errors import InvalidInputError
-from memora_pg.ops.transfer import records
+from memora_pg.ops.transfer import records, values
 from memora_pg.schema import autogen_contents, memories, memory_history, organizations
 
 DIMENSIONS = 3
@@ -140,7 +140,7 @@ def test_read_records_numbers_lines_and_keeps_fractions_as_text() -> None:
     found = parsed('{"type": "a", "x": 0.1}\n', b'{"type": "b", "x": 2}\n')
     assert [(number, record["type"]) for number, record in found] == [(1, "a"), (2, "b")]
     assert found[0][1]["x"] == "0.1"
-    assert type(found[0][1]["x"]) is records.Number
+    assert type(found[0][1]["x"]) is values.Number
     assert found[1][1]["x"] == 2
 
 
@@ -174,7 +174,7 @@ def test_read_records_takes_an_exported_embedding_as_its_text(line_type: type) -
     and decodes to the same row as the same record written any other way."""
     line = EXPORTED_MEMORY % (MEMORY_ID, "[0.1,1,-2.5e-05]")
     [(_, record)] = parsed(line.encode() if line_type is bytes else line)
-    assert type(record["embedding"]) is records.VectorText
+    assert type(record["embedding"]) is values.VectorText
     assert record["embedding"] == "[0.1,1,-2.5e-05]"
     assert record["memory"] == 'Jake likes "embedding" : [1] tea'
     assert records.decode(memories, record, 2, DIMENSIONS) == decode_memory(memory=record["memory"])
@@ -193,7 +193,7 @@ def test_read_records_parses_an_embedding_inside_a_json_value_as_json() -> None:
 def test_decode_refuses_an_exported_embedding_of_another_length(vector: str) -> None:
     """The length of an embedding kept as its text is checked like a parsed one's."""
     [(_, record)] = parsed(EXPORTED_MEMORY % (MEMORY_ID, vector))
-    assert type(record["embedding"]) is records.VectorText
+    assert type(record["embedding"]) is values.VectorText
     with pytest.raises(InvalidInputError, match=r"^Line 2: memories\.embedding: expected a list of 3 numbers"):
         records.decode(memories, record, 2, DIMENSIONS)
 

@@ -9,15 +9,11 @@ parameters (:func:`decode`) and the COPY route those parameters go in by (:func:
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import re
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cache, lru_cache
 from typing import Any
 
@@ -49,6 +45,7 @@ from sqlalchemy.sql.elements import Null
 from memora_pg import catalog, migrations
 from memora_pg.db import Database
 from memora_pg.errors import ConfigurationError, InvalidInputError
+from memora_pg.ops.transfer.values import DECODERS, Number, VectorText, no_constant, vector_length
 from memora_pg.schema import (
     agents,
     audit_log,
@@ -230,13 +227,13 @@ def _parse(line: str | bytes) -> Any:
     found = _EMBEDDING.search(text)
     if found is not None and _EMBEDDING.search(text, found.end()) is None:
         record = json.loads(
-            text[: found.start(1) - 1] + _CUT + text[found.end() :], parse_float=Number, parse_constant=_no_constant
+            text[: found.start(1) - 1] + _CUT + text[found.end() :], parse_float=Number, parse_constant=no_constant
         )
         # The array was the record's own embedding, not a value inside one of its JSON columns.
         if isinstance(record, dict) and record.get("embedding") == "\x00":
             record["embedding"] = VectorText(f"[{found.group(1)}]")
             return record
-    return json.loads(text, parse_float=Number, parse_constant=_no_constant)
+    return json.loads(text, parse_float=Number, parse_constant=no_constant)
 
 
 def check_header(first: tuple[int, dict[str, Any]] | None) -> dict[str, Any]:
@@ -354,9 +351,9 @@ def decode(table: Table, record: dict[str, Any], number: int, dimensions: int) -
             row[name] = null() if field.kind == "json" else None
             continue
         try:
-            if field.kind == "vector" and _vector_length(value) != dimensions:
+            if field.kind == "vector" and vector_length(value) != dimensions:
                 raise TypeError(f"expected a list of {dimensions} numbers (the header's embedding_dimensions)")
-            decoded = _DECODERS[field.kind](value)
+            decoded = DECODERS[field.kind](value)
         except (ValueError, TypeError) as error:
             raise InvalidInputError(f"Line {number}: {table.name}.{field.key}: {error}") from error
         row[name] = decoded
@@ -378,105 +375,6 @@ def _source_text(row: dict[str, Any], source: tuple[str, ...]) -> str | None:
         if isinstance(value, dict | list):
             return json.dumps(value, ensure_ascii=False)
     return None
-
-
-class Number(str):
-    """A JSON number with a fraction or an exponent, kept as its text.
-
-    An embedding's numbers are the shortest decimals of float32 values: handed to pgvector as
-    text they come back bit for bit, and no float is ever formatted again (the slow part).
-    """
-
-    __slots__ = ()
-
-
-class VectorText(str):
-    """An embedding as the text of its JSON array, its numbers unparsed (see :func:`_parse`)."""
-
-    __slots__ = ()
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _text(value: Any) -> str:
-    if type(value) is not str:
-        raise TypeError(f"expected a string, not {value!r}")
-    if "\x00" in value:
-        raise ValueError("text may not contain NUL characters")
-    return value
-
-
-def _integer(value: Any) -> int:
-    if type(value) is not int:
-        raise TypeError(f"expected an integer, not {value!r}")
-    return value
-
-
-def _boolean(value: Any) -> bool:
-    if type(value) is not bool:
-        raise TypeError(f"expected true or false, not {value!r}")
-    return value
-
-
-def _uuid(value: Any) -> uuid.UUID:
-    return uuid.UUID(_text(value))
-
-
-def _timestamp(value: Any) -> datetime:
-    parsed = datetime.fromisoformat(_text(value))
-    if parsed.tzinfo is None:
-        raise ValueError(f"{value!r} has no UTC offset")
-    return parsed
-
-
-def _json(value: Any) -> Any:
-    if type(value) is Number:
-        return float(value)
-    if isinstance(value, dict):
-        return {key: _json(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json(item) for item in value]
-    return value
-
-
-def _bytes(value: Any) -> bytes:
-    try:
-        return base64.b64decode(_text(value), validate=True)
-    except binascii.Error as error:
-        raise ValueError(f"not base64: {error}") from error
-
-
-def _vector_length(value: Any) -> int | None:
-    if type(value) is VectorText:
-        return value.count(",") + 1 if value != "[]" else 0
-    return len(value) if isinstance(value, list) else None
-
-
-def _vector(value: list[Any] | VectorText) -> str:
-    """pgvector's text form of the vector: the exported decimals, untouched."""
-    if type(value) is VectorText:
-        return value
-    kinds = set(map(type, value))
-    if not kinds <= {Number, int}:
-        raise TypeError("expected a list of numbers")
-    if int in kinds:  # pgvector prints integral values without a fraction: 0, 1
-        value = [str(x) for x in value]
-    return "[" + ",".join(value) + "]"
-
-
-_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "text": _text,
-    "integer": _integer,
-    "boolean": _boolean,
-    "uuid": _uuid,
-    "timestamp": _timestamp,
-    "json": _json,
-    "bytes": _bytes,
-    "vector": _vector,
-    "searchable": _boolean,
-}
 
 
 # -- the database at either end --------------------------------------------------------------
