@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import TextClause, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg import catalog, vector_params
@@ -35,6 +35,7 @@ from memora_pg.errors import (
 )
 from memora_pg.graph import render
 from memora_pg.graph.autogen_contents import canonical_json
+from memora_pg.ops import reembed_statements as q
 from memora_pg.ops.indexes import build_session, create_hnsw
 from memora_pg.statements import from_json, on_citus, sql
 
@@ -43,9 +44,7 @@ __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
 MAX_BATCH_SIZE = 10_000
 HNSW_MAX_DIMENSIONS = 2_000  # pgvector indexes vectors of at most 2,000 dimensions
 SWITCH_ATTEMPTS = 10
-LOCK_TIMEOUT = "5s"
 _LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock_timeout
-HNSW_INDEX = "ix_memories_embedding_hnsw"
 
 
 class ReembedBusyError(DatabaseError):
@@ -98,45 +97,6 @@ class _Target:
         return f"{self.model!r} ({self.dimensions} dimensions) for {where}"
 
 
-@dataclass(frozen=True)
-class _VectorTable:
-    name: str
-    key: str
-    text: str  # the select list giving the embedded text, or the JSON whose canonical text is embedded
-    watched: str  # the columns whose update may make a new vector wrong
-    changes: str  # the trigger's condition: the row's text changed, or it stopped being searchable
-
-
-_MEMORIES = _VectorTable(
-    name="memories",
-    key="memory_id",
-    # A memory is embedded as a save embeds it: its own user's and agent's placeholders as their names.
-    text=(
-        "memory AS text, NULL AS json, user_id AS owner_user, agent_id AS owner_agent,"
-        " (SELECT user_name FROM {schema}.users AS u"
-        " WHERE u.org_id = memories.org_id AND u.user_id = memories.user_id) AS user_name,"
-        " (SELECT agent_label FROM {schema}.agents AS a"
-        " WHERE a.org_id = memories.org_id AND a.agent_id = memories.agent_id) AS agent_label"
-    ),
-    watched="memory, embedding",
-    changes="NEW.memory IS DISTINCT FROM OLD.memory OR NEW.embedding IS NULL",
-)
-_AUTOGEN_CONTENTS = _VectorTable(
-    name="autogen_contents",
-    key="content_id",
-    text=(
-        "content_text AS text, content_json AS json,"
-        " NULL AS owner_user, NULL AS owner_agent, NULL AS user_name, NULL AS agent_label"
-    ),
-    watched="content_text, content_json, embedding",
-    changes=(
-        "NEW.content_text IS DISTINCT FROM OLD.content_text OR NEW.content_json IS DISTINCT FROM OLD.content_json"
-        " OR NEW.embedding IS NULL"
-    ),
-)
-_TABLES = (_MEMORIES, _AUTOGEN_CONTENTS)
-
-
 def embedder_name(embedder: Embedder) -> str:
     """The name a switch records for its target: the embedder's ``model``, else its class (and ``variant``)."""
     model = getattr(embedder, "model", None)
@@ -147,139 +107,6 @@ def embedder_name(embedder: Embedder) -> str:
     return f"{name}({variant})" if isinstance(variant, str) else name
 
 
-# -- statements ------------------------------------------------------------------------------
-# {table}, {key}, {text} and {after} come from _VectorTable constants, {schema} from sql().
-
-# The vector columns a re-embed reads from the catalog: the live one and its shadow.
-_COLUMNS = ("embedding", "embedding_next")
-
-_ORGANIZATION_EXISTS = "SELECT EXISTS (SELECT 1 FROM {schema}.organizations WHERE org_id = :org_id)"
-
-_ADD_SHADOW = "ALTER TABLE {schema}.{table} ADD COLUMN IF NOT EXISTS embedding_next vector({dimensions})"
-_DROP_SHADOW = "ALTER TABLE {schema}.{table} DROP COLUMN IF EXISTS embedding_next"
-# COMMENT takes no parameters: the server quotes the literal.
-_COMMENT = """
-SELECT format('COMMENT ON COLUMN %I.%I.%I IS %L',
-              CAST(:schema AS text), CAST(:table AS text), CAST(:column AS text), CAST(:comment AS text))
-"""
-_FORGET_COMMENT = "COMMENT ON COLUMN {schema}.{table}.embedding IS NULL"
-
-_FORGET_FUNCTION = """
-CREATE OR REPLACE FUNCTION {schema}.memora_pg_reembed_forget() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.embedding_next := NULL;
-    RETURN NEW;
-END
-$$
-"""
-# A new vector belongs to the text it was computed from, and only to a searchable row.
-_FORGET_TRIGGER = """
-CREATE OR REPLACE TRIGGER memora_pg_reembed BEFORE UPDATE OF {columns} ON {schema}.{table}
-FOR EACH ROW WHEN ({changes}) EXECUTE FUNCTION {schema}.memora_pg_reembed_forget()
-"""
-_DROP_TRIGGER = "DROP TRIGGER IF EXISTS memora_pg_reembed ON {schema}.{table}"
-# Citus refuses triggers on distributed tables unless told they are safe; this one only changes
-# the row it fires for (on the row's own shard), which is what Citus asks of a trigger.
-_CITUS_TRIGGERS = "SET LOCAL citus.enable_unsafe_triggers = on"
-_DROP_FUNCTION = "DROP FUNCTION IF EXISTS {schema}.memora_pg_reembed_forget()"
-
-_PROGRESS = """
-SELECT count(embedding) AS searchable, count(embedding_next) AS done
-FROM {schema}.{table} WHERE {scope}
-"""
-
-# One page of rows still to embed; xmin identifies the version whose text is read.
-_PAGE = """
-SELECT org_id, {key} AS row_id, CAST(xmin AS text) AS version, {text}
-FROM {schema}.{table}
-WHERE embedding IS NOT NULL AND embedding_next IS NULL AND {after}
-ORDER BY org_id, {key}
-LIMIT :limit
-"""
-
-# Written only where the row is still the version whose text was embedded, and still searchable.
-_WRITE = """
-UPDATE {schema}.{table} AS t SET embedding_next = given.embedding
-FROM unnest(CAST(:org_ids AS text[]), CAST(:row_ids AS uuid[]), CAST(:versions AS text[]),
-            CAST(:embeddings AS vector[])) AS given(org_id, row_id, version, embedding)
-WHERE t.org_id = given.org_id AND t.{key} = given.row_id
-  AND t.xmin = CAST(given.version AS xid) AND t.embedding IS NOT NULL AND t.embedding_next IS NULL
-"""
-
-_MISSING = """
-SELECT EXISTS (SELECT 1 FROM {schema}.{table} WHERE {scope} AND embedding IS NOT NULL AND embedding_next IS NULL)
-"""
-
-_LOCK_TIMEOUT = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"
-_LOCK = "LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"
-
-_DROP_INDEX = f"DROP INDEX IF EXISTS {{schema}}.{HNSW_INDEX}"
-_DROP_OLD_COLUMN = "ALTER TABLE {schema}.{table} DROP COLUMN embedding"
-_PROMOTE_SHADOW = "ALTER TABLE {schema}.{table} RENAME COLUMN embedding_next TO embedding"
-# The CHECK constraints on the old column (migration 0011's), which dropping it drops: each is made again on
-# the new one, unchecked under the switch's lock (it holds for every row by then), and validated after it.
-_EMBEDDING_CHECKS = """
-SELECT c.conname AS name, pg_get_constraintdef(c.oid) AS definition
-FROM pg_constraint AS c
-JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
-WHERE c.conrelid = to_regclass('{schema}.{table}') AND c.contype = 'c' AND a.attname = 'embedding'
-ORDER BY c.conname
-"""
-_ADD_CHECK = 'ALTER TABLE {schema}.{table} ADD CONSTRAINT "{name}" {definition} NOT VALID'
-_VALIDATE_CHECK = 'ALTER TABLE {schema}.{table} VALIDATE CONSTRAINT "{name}"'
-
-# One organization: its searchable rows take their new vectors (rows already equal are skipped).
-# The conditions are repeated in the UPDATE so that a row changed meanwhile is checked again.
-_ADOPT_PAGE = """
-WITH page AS (
-    SELECT org_id, {key} FROM {schema}.{table}
-    WHERE {after} AND embedding IS NOT NULL AND embedding_next IS NOT NULL
-      AND embedding IS DISTINCT FROM embedding_next
-    ORDER BY {key}
-    LIMIT :limit
-)
-UPDATE {schema}.{table} AS t SET embedding = t.embedding_next
-FROM page
-WHERE t.org_id = page.org_id AND t.{key} = page.{key} AND t.embedding IS NOT NULL AND t.embedding_next IS NOT NULL
-RETURNING t.{key}
-"""
-_ADOPT_FOR_ORGANIZATION = """
-UPDATE {schema}.{table} SET embedding = embedding_next
-WHERE org_id = :org_id AND embedding IS NOT NULL AND embedding_next IS NOT NULL
-  AND embedding IS DISTINCT FROM embedding_next
-"""
-
-_INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(:name)"
-_DROP_INDEX_CONCURRENTLY = f"DROP INDEX CONCURRENTLY IF EXISTS {{schema}}.{HNSW_INDEX}"
-
-_RUN_LOCK = "SELECT pg_try_advisory_lock(hashtext(:key))"
-_RUN_UNLOCK = "SELECT pg_advisory_unlock(hashtext(:key))"
-
-
-def _sql(conn: AsyncConnection, template: str, table: _VectorTable | None = None, **parts: object) -> TextClause:
-    """A statement template with its parts filled in; the parts may hold the table's own placeholders."""
-    if table is not None:
-        parts = {**parts, "table": table.name, "key": table.key, "text": table.text}
-    for name, value in parts.items():
-        template = template.replace("{" + name + "}", str(value))
-    return sql(conn, template)
-
-
-def _scope(org_id: str | None) -> str:
-    return "TRUE" if org_id is None else "org_id = :org_id"
-
-
-def _after(org_id: str | None, last: tuple[str, Any] | None) -> tuple[str, dict[str, Any]]:
-    """Keyset pagination: the condition (and its parameters) for the rows after ``last`` (org_id, key)."""
-    if org_id is None:
-        if last is None:
-            return "TRUE", {}
-        return "(org_id, {key}) > (:after_org, :after_key)", {"after_org": last[0], "after_key": last[1]}
-    if last is None:
-        return "org_id = :org_id", {"org_id": org_id}
-    return "org_id = :org_id AND {key} > :after_key", {"org_id": org_id, "after_key": last[1]}
-
-
 # -- the run ---------------------------------------------------------------------------------
 
 
@@ -288,7 +115,7 @@ class _Run:
     database: Database
     embedder: Embedder
     target: _Target
-    tables: tuple[_VectorTable, ...]
+    tables: tuple[q.VectorTable, ...]
     batch_size: int
     progress: Callable[[int, int], None] | None
     embedded: dict[str, int] = field(default_factory=dict)
@@ -378,7 +205,7 @@ async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[AsyncConn
     key = {"key": f"memora_pg reembed {schema}"}
     async with engine.connect() as conn:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
-        if not await conn.scalar(text(_RUN_LOCK), key):
+        if not await conn.scalar(text(q.RUN_LOCK), key):
             raise ReembedBusyError(f"Another re-embed of the schema {schema!r} is running.")
         try:
             yield conn
@@ -387,7 +214,7 @@ async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[AsyncConn
             # and its lock dies with it.
             await conn.invalidate()
             raise
-        await conn.execute(text(_RUN_UNLOCK), key)
+        await conn.execute(text(q.RUN_UNLOCK), key)
 
 
 # -- preparing: a new switch, or the one in progress -----------------------------------------
@@ -397,7 +224,7 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
     """Set up the shadow columns, or check those found; (resumed, already finished)."""
     target = run.target
     async with run.database.transaction() as conn:
-        columns = await catalog.vector_columns(conn, run.database.schema, columns=_COLUMNS)
+        columns = await catalog.vector_columns(conn, run.database.schema, columns=q.COLUMNS)
         # Row-level security that applies to this role would hide rows from the checks before the switch.
         if await catalog.row_security_applies(conn, run.database.schema, catalog.VECTOR_TABLES):
             raise ConfigurationError(
@@ -405,14 +232,14 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
                 "run it as the tables' owner or a role with BYPASSRLS."
             )
         if target.org_id is not None and not await conn.scalar(
-            sql(conn, _ORGANIZATION_EXISTS), {"org_id": target.org_id}
+            sql(conn, q.ORGANIZATION_EXISTS), {"org_id": target.org_id}
         ):
             raise NotFoundError(f"Organization {target.org_id!r} does not exist.")
     if ("memories", "embedding") not in columns:
         raise ConfigurationError(
             f"The schema {run.database.schema!r} has no memories table: call setup() or run 'alembic upgrade head'."
         )
-    run.tables = tuple(table for table in _TABLES if (table.name, "embedding") in columns)
+    run.tables = tuple(table for table in q.TABLES if (table.name, "embedding") in columns)
     current = columns["memories", "embedding"].dimensions
     if target.org_id is not None and target.dimensions != current:
         raise InvalidInputError(
@@ -448,12 +275,12 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
 
 async def _add_shadows(run: _Run) -> None:
     async with run.database.transaction() as conn:
-        await conn.execute(text(_LOCK_TIMEOUT))
-        await conn.execute(sql(conn, _FORGET_FUNCTION))
+        await conn.execute(text(q.SET_LOCK_TIMEOUT))
+        await conn.execute(sql(conn, q.FORGET_FUNCTION))
         for table in run.tables:
-            await conn.execute(_sql(conn, _ADD_SHADOW, table, dimensions=run.target.dimensions))
+            await conn.execute(q.statement(conn, q.ADD_SHADOW, table, dimensions=run.target.dimensions))
             comment = await conn.scalar(
-                text(_COMMENT),
+                text(q.COMMENT),
                 {
                     "schema": run.database.schema,
                     "table": table.name,
@@ -463,18 +290,18 @@ async def _add_shadows(run: _Run) -> None:
             )
             await conn.exec_driver_sql(comment)
             if on_citus(conn):
-                await conn.execute(text(_CITUS_TRIGGERS))
-            await conn.execute(_sql(conn, _FORGET_TRIGGER, table, columns=table.watched, changes=table.changes))
+                await conn.execute(text(q.CITUS_TRIGGERS))
+            await conn.execute(q.statement(conn, q.FORGET_TRIGGER, table, columns=table.watched, changes=table.changes))
 
 
 async def _drop_shadows(run: _Run) -> None:
     async with run.database.transaction() as conn:
-        await conn.execute(text(_LOCK_TIMEOUT))
+        await conn.execute(text(q.SET_LOCK_TIMEOUT))
         if on_citus(conn):
-            await conn.execute(text(_CITUS_TRIGGERS))
+            await conn.execute(text(q.CITUS_TRIGGERS))
         for table in run.tables:
-            await conn.execute(_sql(conn, _DROP_TRIGGER, table))
-            await conn.execute(_sql(conn, _DROP_SHADOW, table))
+            await conn.execute(q.statement(conn, q.DROP_TRIGGER, table))
+            await conn.execute(q.statement(conn, q.DROP_SHADOW, table))
     await _drop_function(run)
 
 
@@ -482,7 +309,7 @@ async def _drop_function(run: _Run) -> None:
     """The triggers' function, once no trigger uses it, in a transaction of its own: Citus refuses a
     function command after the ALTER TABLE of a distributed table in the same transaction."""
     async with run.database.transaction() as conn:
-        await conn.execute(sql(conn, _DROP_FUNCTION))
+        await conn.execute(sql(conn, q.DROP_FUNCTION))
 
 
 # -- filling the shadow columns --------------------------------------------------------------
@@ -494,7 +321,9 @@ async def _count(run: _Run) -> int:
     async with run.database.transaction() as conn:
         for table in run.tables:
             row = (
-                await conn.execute(_sql(conn, _PROGRESS, table, scope=_scope(run.target.org_id)), run.org_params)
+                await conn.execute(
+                    q.statement(conn, q.PROGRESS, table, scope=q.scope_of(run.target.org_id)), run.org_params
+                )
             ).one()
             run.total += int(row.searchable)
             run.done += int(row.done)
@@ -507,13 +336,13 @@ async def _fill(run: _Run) -> None:
         await _fill_table(run, table)
 
 
-async def _fill_table(run: _Run, table: _VectorTable) -> None:
+async def _fill_table(run: _Run, table: q.VectorTable) -> None:
     last: tuple[str, Any] | None = None
     while True:
-        after, params = _after(run.target.org_id, last)
+        after, params = q.after_key(run.target.org_id, last)
         async with run.database.transaction() as conn:
             rows = (
-                await conn.execute(_sql(conn, _PAGE, table, after=after), {"limit": run.batch_size, **params})
+                await conn.execute(q.statement(conn, q.PAGE, table, after=after), {"limit": run.batch_size, **params})
             ).all()
         if not rows:
             return
@@ -521,7 +350,7 @@ async def _fill_table(run: _Run, table: _VectorTable) -> None:
         vectors = await embed_checked(run.embedder, [_text_of(row) for row in rows], query=False)
         async with run.database.transaction() as conn:
             written = await conn.execute(
-                _sql(conn, _WRITE, table),
+                q.statement(conn, q.WRITE, table),
                 {
                     "org_ids": [row.org_id for row in rows],
                     "row_ids": [row.row_id for row in rows],
@@ -568,51 +397,51 @@ async def _switch(run: _Run) -> None:
 
 async def _missing(conn: AsyncConnection, run: _Run) -> bool:
     for table in run.tables:
-        if await conn.scalar(_sql(conn, _MISSING, table, scope=_scope(run.target.org_id)), run.org_params):
+        if await conn.scalar(q.statement(conn, q.MISSING, table, scope=q.scope_of(run.target.org_id)), run.org_params):
             return True
     return False
 
 
 async def _try_switch(run: _Run) -> bool:
     """Switch under the lock if nothing is left to embed; False to embed the newcomers first."""
-    remade: list[tuple[_VectorTable, str]] = []
+    remade: list[tuple[q.VectorTable, str]] = []
     async with run.database.transaction() as conn:
         if await _missing(conn, run):
             return False
     try:
         async with run.database.transaction() as conn:
-            await conn.execute(text(_LOCK_TIMEOUT))
+            await conn.execute(text(q.SET_LOCK_TIMEOUT))
             tables = ", ".join(f"{{schema}}.{table.name}" for table in run.tables)
-            await conn.execute(sql(conn, _LOCK.replace("{tables}", tables)))
+            await conn.execute(sql(conn, q.LOCK.replace("{tables}", tables)))
             if on_citus(conn):
-                await conn.execute(text(_CITUS_TRIGGERS))
+                await conn.execute(text(q.CITUS_TRIGGERS))
             if await _missing(conn, run):
                 return False
             if run.target.org_id is not None:
                 await _adopt_in(conn, run)
                 for table in run.tables:
-                    await conn.execute(_sql(conn, _DROP_TRIGGER, table))
-                    await conn.execute(_sql(conn, _DROP_SHADOW, table))
+                    await conn.execute(q.statement(conn, q.DROP_TRIGGER, table))
+                    await conn.execute(q.statement(conn, q.DROP_SHADOW, table))
             else:
-                await conn.execute(sql(conn, _DROP_INDEX))
+                await conn.execute(sql(conn, q.DROP_INDEX))
                 for table in run.tables:
-                    checks = (await conn.execute(_sql(conn, _EMBEDDING_CHECKS, table))).all()
-                    await conn.execute(_sql(conn, _DROP_TRIGGER, table))
-                    await conn.execute(_sql(conn, _DROP_OLD_COLUMN, table))
-                    await conn.execute(_sql(conn, _PROMOTE_SHADOW, table))
+                    checks = (await conn.execute(q.statement(conn, q.EMBEDDING_CHECKS, table))).all()
+                    await conn.execute(q.statement(conn, q.DROP_TRIGGER, table))
+                    await conn.execute(q.statement(conn, q.DROP_OLD_COLUMN, table))
+                    await conn.execute(q.statement(conn, q.PROMOTE_SHADOW, table))
                     for check in checks:
-                        added = _sql(conn, _ADD_CHECK, table, name=check.name, definition=check.definition)
+                        added = q.statement(conn, q.ADD_CHECK, table, name=check.name, definition=check.definition)
                         await conn.execute(added)
                         remade.append((table, check.name))
-                    if table is not _MEMORIES:
-                        await conn.execute(_sql(conn, _FORGET_COMMENT, table))
+                    if table is not q.MEMORIES:
+                        await conn.execute(q.statement(conn, q.FORGET_COMMENT, table))
     except DatabaseError as error:
         if sqlstate_of(error) == _LOCK_NOT_AVAILABLE:
             return False
         raise
     for table, name in remade:
         async with run.database.transaction() as conn:
-            await conn.execute(_sql(conn, _VALIDATE_CHECK, table, name=name))
+            await conn.execute(q.statement(conn, q.VALIDATE_CHECK, table, name=name))
     await _drop_function(run)
     return True
 
@@ -622,9 +451,9 @@ async def _adopt(run: _Run) -> None:
     for table in run.tables:
         last: tuple[str, Any] | None = None
         while True:
-            after, params = _after(run.target.org_id, last)
+            after, params = q.after_key(run.target.org_id, last)
             async with run.database.transaction() as conn:
-                page = _sql(conn, _ADOPT_PAGE, table, after=after)
+                page = q.statement(conn, q.ADOPT_PAGE, table, after=after)
                 keys = (await conn.execute(page, {"limit": run.batch_size, **params})).scalars().all()
             if not keys:
                 break
@@ -634,7 +463,7 @@ async def _adopt(run: _Run) -> None:
 async def _adopt_in(conn: AsyncConnection, run: _Run) -> None:
     """The rows whose vector the application wrote again since they took their new one (few: no pages)."""
     for table in run.tables:
-        await conn.execute(_sql(conn, _ADOPT_FOR_ORGANIZATION, table), run.org_params)
+        await conn.execute(q.statement(conn, q.ADOPT_FOR_ORGANIZATION, table), run.org_params)
 
 
 # -- the index, and the check ----------------------------------------------------------------
@@ -643,20 +472,20 @@ async def _adopt_in(conn: AsyncConnection, run: _Run) -> None:
 async def _build_index(run: _Run, session: AsyncConnection) -> None:
     """Build the HNSW index of the new column without blocking writes, then clear the pending mark."""
     settings = run.database.settings
-    valid = await session.scalar(text(_INDEX_VALID), {"name": f'"{run.database.schema}".{HNSW_INDEX}'})
+    valid = await session.scalar(text(q.INDEX_VALID), {"name": f'"{run.database.schema}".{q.HNSW_INDEX}'})
     if valid is not True:
         if valid is False:
             # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
-            await session.execute(sql(session, _DROP_INDEX_CONCURRENTLY))
+            await session.execute(sql(session, q.DROP_INDEX_CONCURRENTLY))
         async with build_session(session, settings):
             await session.execute(text(create_hnsw(run.database.schema, settings)))
-    await session.execute(_sql(session, _FORGET_COMMENT, _MEMORIES))
+    await session.execute(q.statement(session, q.FORGET_COMMENT, q.MEMORIES))
 
 
 async def _dimensions(run: _Run) -> int:
     """The dimension of every vector column; they must all be the target's."""
     async with run.database.transaction() as conn:
-        columns = await catalog.vector_columns(conn, run.database.schema, columns=_COLUMNS)
+        columns = await catalog.vector_columns(conn, run.database.schema, columns=q.COLUMNS)
     found = {table: vector.dimensions for (table, column), vector in columns.items() if column == "embedding"}
     wrong = {name: dims for name, dims in found.items() if dims != run.target.dimensions}
     if wrong or any(column == "embedding_next" for _, column in columns):
