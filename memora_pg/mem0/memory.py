@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from sqlalchemy import ColumnElement, and_, true
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -28,7 +28,7 @@ from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
-from memora_pg.mem0 import prompts
+from memora_pg.mem0 import inference, prompts
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
@@ -51,7 +51,6 @@ from memora_pg.mem0.shapes import (
     messages_of,
     new_memory,
     now_iso,
-    number_of,
     scope_of,
     search_query,
     timestamp_of,
@@ -62,17 +61,6 @@ from memora_pg.statements import Statement, run
 
 # update()'s "expiration_date not given" (None clears it, as in mem0).
 _UNSET: Any = object()
-
-
-class _Decision(BaseModel):
-    id: str | int
-    text: str = ""
-    event: Literal["ADD", "UPDATE", "DELETE", "NONE"]
-    old_memory: str | None = None
-
-
-class _Decisions(BaseModel):
-    memory: list[_Decision]
 
 
 class AsyncMemory:
@@ -249,20 +237,9 @@ class AsyncMemory:
         at: datetime,
     ) -> dict[str, Any]:
         system = prompt or self.config.custom_fact_extraction_prompt or self.config.custom_instructions
-        answer = await self.llm.complete_json(
-            [
-                {"role": "system", "content": prompts.fact_extraction_prompt(system)},
-                {"role": "user", "content": "Input:\n" + prompts.conversation_text(conversation)},
-            ]
-        )
-        facts = answer.get("facts")
-        if not isinstance(facts, list) or not all(isinstance(f, str) for f in facts):
-            raise LLMError('The language model\'s answer has no "facts" list of strings.')
-        facts = [f.strip() for f in facts if f.strip()]
+        facts = inference.facts_of(await self.llm.complete_json(inference.extraction_messages(conversation, system)))
         if not facts:
             return {"results": []}
-        for fact in facts:
-            check.memory_text(fact)
 
         # Related memories of the same scope, one statement for all facts.
         fact_vectors = await self._embed(facts, query=False)
@@ -281,44 +258,13 @@ class AsyncMemory:
         for hits in related:
             for row, _ in hits:
                 existing.setdefault(str(row["memory_id"]), row)
-        # The model sees small integers, not UUIDs, so it cannot invent a plausible id.
         by_number = dict(enumerate(existing.values()))
         shown = [{"id": str(n), "text": row["memory"]} for n, row in by_number.items()]
-        decided = await self.llm.complete_json(
-            [
-                {
-                    "role": "user",
-                    "content": prompts.update_decision_prompt(shown, facts, self.config.custom_update_memory_prompt),
-                }
-            ]
+        custom = self.config.custom_update_memory_prompt
+        plan = inference.plan_of(
+            await self.llm.complete_json(inference.decision_messages(shown, facts, custom)), by_number, base
         )
-        try:
-            decisions = _Decisions.model_validate(decided).memory
-        except ValidationError as error:
-            raise LLMError(
-                f"The language model's decisions are malformed: {error.error_count()} problem(s)."
-            ) from error
-
-        additions: list[NewMemory] = []
-        updates: list[tuple[dict[str, Any], str]] = []
-        deletions: list[dict[str, Any]] = []
-        for decision in decisions:
-            target = by_number.get(number_of(decision.id)) if decision.event in ("UPDATE", "DELETE", "NONE") else None
-            if decision.event in ("UPDATE", "DELETE") and target is None:
-                raise LLMError(f"The language model named memory {decision.id!r}, which it was not shown.")
-            if decision.event in ("ADD", "UPDATE") and not decision.text.strip():
-                raise LLMError(f"The language model's {decision.event} has no text.")
-            if decision.event == "ADD":
-                check.memory_text(decision.text)
-                additions.append(new_memory(decision.text.strip(), dict(base)))
-            elif decision.event == "UPDATE" and target is not None:
-                check.memory_text(decision.text)
-                updates.append((target, decision.text.strip()))
-            elif decision.event == "DELETE" and target is not None:
-                deletions.append(target)
-        touched = [str(row["memory_id"]) for row, _ in updates] + [str(row["memory_id"]) for row in deletions]
-        if len(touched) != len(set(touched)):
-            raise LLMError("The language model decided twice about the same memory.")
+        additions, updates, deletions = plan.additions, plan.updates, plan.deletions
 
         vectors = await self._embed([i.text for i in additions] + [t for _, t in updates], query=False)
         additions = [with_vector(item, v) for item, v in zip(additions, vectors[: len(additions)], strict=True)]
