@@ -35,7 +35,7 @@ from memora_pg.errors import (
 )
 from memora_pg.graph import render
 from memora_pg.graph.autogen_contents import canonical_json
-from memora_pg.ops import reembed_statements as q
+from memora_pg.ops import reembed_statements as q  # q.NAME: one of the re-embed's statements
 from memora_pg.ops.indexes import build_session, create_hnsw
 from memora_pg.statements import from_json, on_citus, sql
 
