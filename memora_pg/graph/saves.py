@@ -120,19 +120,10 @@ def _common(params: dict[str, Any]) -> dict[str, Any]:
     return {name: params[name] for name in ("org_id", "user_id", "agent_id", "interaction_id", "at", "obtained_at")}
 
 
-def alone(arm: str) -> str:
-    """A CTE arm (``name AS (<data-modifying statement>)``) as a statement of its own, reading SCOPE."""
-    _, _, body = arm.strip().partition(" AS (\n")
-    return f"WITH {SCOPE}\n{body.rstrip().removesuffix(')')}"
-
-
 # A contrary memory supersedes a memory that existed before the call: as a statement of its own
 # after the new memories are in, the link must skip this call's own memories. It reads the old
 # memory pinned to the organization, so Citus plans the whole insert on its shard.
-LINKS_ALONE = alone(versions.LINK_ARM).replace(
-    "AND old.memory_id = contrary.old_id",
-    "AND old.memory_id = contrary.old_id AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))",
-)
+LINKS_ALONE = f"WITH {SCOPE}" + versions.LINK.replace("{own}", versions.OWN_MEMORIES_LEFT_OUT)
 
 
 @dataclass(frozen=True)

@@ -103,19 +103,20 @@ async def clock_organization(conn: AsyncConnection, *, org_id: str) -> None:
 
 # -- linking ---------------------------------------------------------------------------------
 
-# A CTE arm of a statement that has just written memories: each contrary memory supersedes an
-# existing memory of the same organization and user only (the statement's snapshot is taken
-# before its own inserts, so the target existed before the call).
-LINK_ARM = """
-links AS (
+# Each contrary memory supersedes an existing memory of the same organization and user only. {own}: in a
+# CTE arm of the statement that has just written the memories, nothing (the statement's snapshot is taken
+# before its own inserts, so the target existed before the call); as a statement of its own after them,
+# the condition that leaves out the call's own memories (OWN_MEMORIES_LEFT_OUT).
+LINK = """
     INSERT INTO {schema}.memory_updates (org_id, new_memory_id, old_memory_id)
     SELECT old.org_id, contrary.new_id, old.memory_id
     FROM scope,
          unnest(CAST(:new_ids AS uuid[]), CAST(:old_ids AS uuid[])) AS contrary(new_id, old_id)
          JOIN {schema}.memories AS old
-           ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id
-    RETURNING new_memory_id, old_memory_id
-)"""
+           ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id{own}
+    RETURNING new_memory_id, old_memory_id"""
+OWN_MEMORIES_LEFT_OUT = "\n           AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))"
+LINK_ARM = "\nlinks AS (" + LINK.replace("{own}", "") + "\n)"
 
 # The links and the clocks they end, as CTE arms (the new versions were stored now, by this statement).
 LINKS = (
