@@ -95,3 +95,19 @@ def plan_of(decided: Any, by_number: Mapping[int, dict[str, Any]], base: dict[st
     if len(touched) != len(set(touched)):
         raise LLMError("The language model decided twice about the same memory.")
     return plan
+
+
+def procedural_messages(conversation: list[dict[str, str]], prompt: str | None) -> list[dict[str, str]]:
+    """The one call of ``add(memory_type="procedural_memory")``: a summary of the agent's conversation."""
+    return [
+        {"role": "system", "content": prompt or prompts.PROCEDURAL_SUMMARY},
+        *conversation,
+        {"role": "user", "content": "Create the procedural memory of the conversation above."},
+    ]
+
+
+def procedural_text(summary: str) -> str:
+    """The summary as the memory's text; an empty one is an ``LLMError``."""
+    if not summary.strip():
+        raise LLMError("The language model returned an empty procedural memory.")
+    return summary.strip()

@@ -28,7 +28,7 @@ from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
-from memora_pg.mem0 import inference, prompts
+from memora_pg.mem0 import inference
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
@@ -193,13 +193,7 @@ class AsyncMemory:
     ) -> dict[str, Any]:
         kept = [m for m in conversation if m.get("role") != "system" and m.get("content")]
         items = [new_memory(m["content"], {**base, "role": m.get("role", "user"), **actor_of(m)}) for m in kept]
-        vectors = await self._embed([item.text for item in items], query=False)
-        items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
-        results = [event_of(item, "ADD", raw=True) for item in items]
-        await self._db.execute_one(
-            self._new(scope, items, self._audited("add", scope.user_id, results), at), org_id=self.org_id
-        )
-        return {"results": results}
+        return await self._added(scope, items, at, raw=True)
 
     async def _add_procedural(
         self,
@@ -209,22 +203,18 @@ class AsyncMemory:
         prompt: str | None,
         at: datetime,
     ) -> dict[str, Any]:
-        summary = await self.llm.complete(
-            [
-                {"role": "system", "content": prompt or prompts.PROCEDURAL_SUMMARY},
-                *conversation,
-                {"role": "user", "content": "Create the procedural memory of the conversation above."},
-            ],
-            json_object=False,
-        )
-        if not summary.strip():
-            raise LLMError("The language model returned an empty procedural memory.")
-        item = new_memory(summary.strip(), {**base, "memory_type": PROCEDURAL})
-        (vector,) = await self._embed([item.text], query=False)
-        item = with_vector(item, vector)
-        results = [event_of(item, "ADD")]
+        summary = await self.llm.complete(inference.procedural_messages(conversation, prompt), json_object=False)
+        item = new_memory(inference.procedural_text(summary), {**base, "memory_type": PROCEDURAL})
+        return await self._added(scope, [item], at, raw=False)
+
+    async def _added(self, scope: Scope, items: list[NewMemory], at: datetime, *, raw: bool) -> dict[str, Any]:
+        """``items`` embedded, then written as new memories of ``scope`` in one statement, with their ADD
+        events and the audit row; mem0's result of the add."""
+        vectors = await self._embed([item.text for item in items], query=False)
+        items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
+        results = [event_of(item, "ADD", raw=raw) for item in items]
         await self._db.execute_one(
-            self._new(scope, [item], self._audited("add", scope.user_id, results), at), org_id=self.org_id
+            self._new(scope, items, self._audited("add", scope.user_id, results), at), org_id=self.org_id
         )
         return {"results": results}
 
