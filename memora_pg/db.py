@@ -48,8 +48,8 @@ READ_ONLY_SQL_TRANSACTION = "25006"
 
 # True inside ``Database.primary_reads()``: reads go to the primary for read-your-writes.
 _PRIMARY_READS: ContextVar[bool] = ContextVar("memora_pg_primary_reads", default=False)
-# Set while this task brings the schema to head on first use, so that the migration's own statements do not
-# wait for it (other tasks do, on the lock).
+# Set while this task brings the schema to head (ensure_schema), so that its own statements do not wait for
+# it (other tasks do, on the lock).
 _FIRST_USE: ContextVar[bool] = ContextVar("memora_pg_first_use", default=False)
 
 
@@ -300,20 +300,25 @@ class Database:
         once (a lock serialises its concurrent first calls); several processes starting at once are
         safe too, as the migration takes an advisory lock and finds the schema at head when it gets it.
         """
-        if self._migrated:
+        # Inside this task's own check the statements below must not wait for it (the lock is not reentrant).
+        if self._migrated or _FIRST_USE.get():
             return
-        async with self._ready_lock:
-            if self._migrated:
-                return
-            from memora_pg import migrations
+        token = _FIRST_USE.set(True)
+        try:
+            async with self._ready_lock:
+                if self._migrated:
+                    return
+                from memora_pg import migrations
 
-            # A schema already at head is left alone, with no DDL: the application's role may be
-            # one that cannot create (a deploy role migrates, or row-level security confines it).
-            async with self.transaction(read_only=True) as conn:
-                at_head = await migrations.current_revision(conn, self.schema) == migrations.head_revision()
-            if not at_head:
-                await self.migrate(dimensions() if callable(dimensions) else dimensions)
-            self._migrated = True
+                # A schema already at head is left alone, with no DDL: the application's role may be
+                # one that cannot create (a deploy role migrates, or row-level security confines it).
+                async with self.transaction(read_only=True) as conn:
+                    at_head = await migrations.current_revision(conn, self.schema) == migrations.head_revision()
+                if not at_head:
+                    await self.migrate(dimensions() if callable(dimensions) else dimensions)
+                self._migrated = True
+        finally:
+            _FIRST_USE.reset(token)
 
     def migrate_on_first_use(self, dimensions: Callable[[], int]) -> None:
         """Bring the schema to head before this object's first statement (:meth:`ensure_schema`), a new
@@ -323,13 +328,8 @@ class Database:
             self._first_use_dimensions = dimensions
 
     async def _first_use(self) -> None:
-        if self._migrated or self._first_use_dimensions is None or _FIRST_USE.get():
-            return
-        token = _FIRST_USE.set(True)
-        try:
+        if self._first_use_dimensions is not None:
             await self.ensure_schema(self._first_use_dimensions)
-        finally:
-            _FIRST_USE.reset(token)
 
     async def ensure_ready(self, dimensions: int | Callable[[], int], *, table: str = "memories") -> int:
         """:meth:`ensure_schema`, then the embedder's dimension checked against ``table``'s (read once)."""

@@ -179,6 +179,8 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         settings = settings or Settings()
         search.faces_mode(settings.search_mode)
         self._db = Database(database_url if database_url is not None else engine, settings=settings)
+        # No setup() needed: the first statement brings the schema to head, the vectors sized by the embedder.
+        self._db.migrate_on_first_use(self._new_database_dimensions)
         self._database_url = database_url
         self._scope = autogen_contents.Scope(
             org_id=optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
@@ -281,7 +283,6 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
 
         The schema is brought to head first if this object has not done so yet.
         """
-        await self._db.ensure_schema(self._new_database_dimensions)
         return await self._db.check_embedder(self.embedder.dimensions, table="autogen_contents")
 
     async def close(self) -> None:
@@ -304,7 +305,6 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
 
     async def _add(self, entry: autogen_contents.NewContent, text: str | None) -> None:
         embedding = None
-        await self._db.ensure_schema(self._new_database_dimensions)
         if text is not None:
             await self.check_dimensions()
             [embedding] = await embed_checked(self.embedder, [text], query=False)
@@ -404,7 +404,6 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
 
     async def clear(self) -> None:
         """Delete this memory's entries (its namespace and scope only), in one transaction."""
-        await self._db.ensure_schema(self._new_database_dimensions)
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
             if await autogen_contents.clear(conn, scope=self._scope):
                 await self._audit(
@@ -421,7 +420,6 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         ChromaDB refuses it without ``allow_reset``."""
         if not self._allow_reset:
             raise ConfigurationError("reset() deletes the whole namespace: make the memory with allow_reset=True.")
-        await self._db.ensure_schema(self._new_database_dimensions)
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
             if await autogen_contents.clear_namespace(conn, org_id=self._scope.org_id, namespace=self._scope.namespace):
                 await self._audit(conn, method="autogen.reset", ids={"namespace": self._scope.namespace})
@@ -429,7 +427,6 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     # Last in the class: from here on the name ``list`` is this method, hence ``builtins.list``.
     async def list(self) -> builtins.list[MemoryContent]:
         """Every entry of this memory, searchable or not, oldest first (the only way to read bytes and images)."""
-        await self._db.ensure_schema(self._new_database_dimensions)
         async with self._db.transaction(org_id=self._scope.org_id) as conn:
             found = await autogen_contents.list_all(conn, scope=self._scope)
         return [to_memory_content(entry) for entry in found]
