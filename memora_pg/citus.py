@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import schema as tables
 from memora_pg.errors import ConfigurationError
+from memora_pg.sql_text import render
 
 DISTRIBUTION_COLUMN = "org_id"
 # The table every other one is co-located with: the tenant itself.
@@ -76,7 +77,7 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
     lines += [
         "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",
         "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL (one line here).",
-        MEMORIES_AS_OF_PLPGSQL.replace("{schema}", schema),
+        render(MEMORIES_AS_OF_PLPGSQL, schema=schema),
     ]
     lines += [
         "-- Row-level security: memora_pg names the organization with SET LOCAL memora.org_id, which the",

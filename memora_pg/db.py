@@ -36,7 +36,7 @@ from memora_pg.errors import (
     database_errors,
     sqlstate_of,
 )
-from memora_pg.statements import ON_CITUS, Statement, run
+from memora_pg.statements import ON_CITUS, Statement, run, sql
 
 T = TypeVar("T")
 
@@ -368,9 +368,7 @@ class Database:
             return
         if self._text_search is None:
             async with self.transaction() as conn:
-                self._text_search = str(
-                    await conn.scalar(text(f'SELECT CAST("{self.schema}".search_config() AS text)'))
-                )
+                self._text_search = str(await conn.scalar(sql(conn, "SELECT CAST({schema}.search_config() AS text)")))
         if self._text_search != wanted:
             raise ConfigurationError(
                 f"MEMORA_PG_TEXT_SEARCH_CONFIG is {wanted!r} but the database's full-text vectors are written with "

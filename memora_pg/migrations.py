@@ -23,6 +23,7 @@ from alembic import command
 from memora_pg import config
 from memora_pg import schema as tables
 from memora_pg.config import Settings
+from memora_pg.statements import in_schema
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ async def current_revision(conn: AsyncConnection, schema: str) -> str | None:
     exists = await conn.scalar(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": f'"{schema}".alembic_version'})
     if not exists:
         return None
-    version: str | None = await conn.scalar(text(f'SELECT version_num FROM "{schema}".alembic_version'))
+    version: str | None = await conn.scalar(in_schema("SELECT version_num FROM {schema}.alembic_version", schema))
     return version
 
 

@@ -22,11 +22,13 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import BindParameter, ColumnElement, TextClause
 from sqlalchemy.sql.visitors import replacement_traverse
 
+from memora_pg.sql_text import quoted, render
+
 
 @lru_cache(maxsize=512)
 def in_schema(template: str, schema: str) -> TextClause:
     """A named SQL constant with ``{schema}`` set to ``schema`` (a validated identifier)."""
-    return text(template.replace("{schema}", f'"{schema}"'))
+    return text(render(template, schema=quoted(schema)))
 
 
 def sql(conn: AsyncConnection, template: str) -> TextClause:

@@ -56,7 +56,8 @@ def unrelated_similarity(embedder: Embedder) -> float:
     return float(value)
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, each checked to be a string."""
     # A bare str is a Sequence[str] too; embedding it character by character is never meant.
     if isinstance(texts, str):
         raise InvalidInputError("texts must be a sequence of strings, not a single string")
@@ -165,7 +166,7 @@ async def embed_checked(embedder: Embedder, texts: Sequence[str], *, query: bool
     ``__cause__``). A :class:`MemoraPGError` raised by the embedder, and
     ``asyncio.CancelledError``, propagate unchanged.
     """
-    items = _check_texts(texts)
+    items = check_texts(texts)
     if not items:
         return []
     dimensions = _check_dimensions(embedder)

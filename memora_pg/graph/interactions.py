@@ -16,6 +16,7 @@ from memora_pg.graph import memories, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
+from memora_pg.sql_text import render
 from memora_pg.statements import Statement, from_json, on_citus, sql
 
 
@@ -147,10 +148,10 @@ async def touch(conn: AsyncConnection, *, org_id: str, interaction_id: str, agen
 # One statement for a page of interactions with their messages and their memories (each with
 # the agent's label and its sources). Messages and memories are read only when asked for. Every
 # table is pinned to :org_id (see render.WITH_AGENT_AND_SOURCES).
-READ = f"""
+READ = """
 WITH chosen AS (
-    SELECT * FROM {{schema}}.interactions
-    WHERE org_id = :org_id AND user_id = :user_id {{chosen}}
+    SELECT * FROM {schema}.interactions
+    WHERE org_id = :org_id AND user_id = :user_id {chosen}
 )
 SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.updated_at,
        owner.user_name,
@@ -158,7 +159,7 @@ SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.update
            SELECT json_agg(
                       json_build_object('role', g.role, 'content', g.content, 'msg_position', g.msg_position)
                       ORDER BY g.msg_position)
-           FROM {{schema}}.messages AS g
+           FROM {schema}.messages AS g
            WHERE g.org_id = :org_id AND g.interaction_id = i.interaction_id
        ) END AS messages,
        CASE WHEN :with_memories THEN (
@@ -169,18 +170,22 @@ SELECT i.org_id, i.user_id, i.agent_id, i.interaction_id, i.created_at, i.update
                           'obtained_at', m.obtained_at, 'user_name', owner.user_name,
                           'agent_label', agent.agent_label, 'sources', sourced.sources)
                       ORDER BY m.seq)
-           FROM {{schema}}.memories AS m
-           {WITH_AGENT_AND_SOURCES}
+           FROM {schema}.memories AS m
+           {with_agent_and_sources}
            WHERE m.org_id = :org_id AND m.interaction_id = i.interaction_id
        ) END AS memories
 FROM chosen AS i
-LEFT JOIN {{schema}}.users AS owner ON owner.org_id = :org_id AND owner.user_id = i.user_id
+LEFT JOIN {schema}.users AS owner ON owner.org_id = :org_id AND owner.user_id = i.user_id
 ORDER BY i.updated_at DESC, i.seq DESC
 """
 
 # {chosen} ends the WHERE clause of the chosen interactions: one of them, or a page.
-ONE = READ.format(schema="{schema}", chosen="AND interaction_id = :interaction_id")
-PAGE = READ.format(schema="{schema}", chosen="ORDER BY updated_at DESC, seq DESC OFFSET :skip LIMIT :limit")
+ONE = render(READ, chosen="AND interaction_id = :interaction_id", with_agent_and_sources=WITH_AGENT_AND_SOURCES)
+PAGE = render(
+    READ,
+    chosen="ORDER BY updated_at DESC, seq DESC OFFSET :skip LIMIT :limit",
+    with_agent_and_sources=WITH_AGENT_AND_SOURCES,
+)
 
 
 def interaction_of(row: Row[Any]) -> Interaction:

@@ -31,6 +31,7 @@ from memora_pg.errors import InvalidInputError
 from memora_pg.graph import timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
 from memora_pg.schema import memories
+from memora_pg.sql_text import render
 from memora_pg.statements import FilterShape, Statement, run, sql
 
 
@@ -279,25 +280,29 @@ async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -
 
 # -- reading: the Memora contract's rendered memories ----------------------------------------
 
-GET_ONE = f"""
-SELECT {MEMORY_COLUMNS}
-FROM {{schema}}.memories AS m
-{WITH_NAMES_AND_SOURCES}
+GET_ONE = render(
+    """
+SELECT {memory_columns}
+FROM {schema}.memories AS m
+{with_names_and_sources}
 WHERE m.org_id = :org_id AND m.user_id = :user_id AND m.memory_id = :memory_id
-"""
+""",
+    memory_columns=MEMORY_COLUMNS,
+    with_names_and_sources=WITH_NAMES_AND_SOURCES,
+)
 
 # The user's memories, newest first; the agent filter is an equality the btree
 # ix_memories_user_agent_recent can serve, which an "IS NULL OR" would hide from it. As of a
 # time, the versions current then (timeline.current_at).
-_LIST_FOR_USER = f"""
-SELECT {MEMORY_COLUMNS}
+_LIST_FOR_USER = """
+SELECT {memory_columns}
 FROM (
-    SELECT * FROM {{schema}}.memories AS listed
-    WHERE listed.org_id = :org_id AND listed.user_id = :user_id {{agent_condition}} {{as_of_condition}}
+    SELECT * FROM {schema}.memories AS listed
+    WHERE listed.org_id = :org_id AND listed.user_id = :user_id {agent_condition} {as_of_condition}
     ORDER BY obtained_at DESC, seq DESC
     OFFSET :skip LIMIT :limit
 ) AS m
-{WITH_NAMES_AND_SOURCES}
+{with_names_and_sources}
 ORDER BY m.obtained_at DESC, m.seq DESC
 """
 
@@ -305,8 +310,12 @@ ORDER BY m.obtained_at DESC, m.seq DESC
 @lru_cache(maxsize=8)
 def list_statement(agent: bool, clock: str | None) -> str:
     """The user's memories (the agent's, with ``agent``): every version, or those current at :as_of."""
-    return _LIST_FOR_USER.replace("{agent_condition}", "AND agent_id = :agent_id" if agent else "").replace(
-        "{as_of_condition}", "" if clock is None else "AND " + timeline.current_at("listed", clock)
+    return render(
+        _LIST_FOR_USER,
+        memory_columns=MEMORY_COLUMNS,
+        with_names_and_sources=WITH_NAMES_AND_SOURCES,
+        agent_condition="AND agent_id = :agent_id" if agent else "",
+        as_of_condition="" if clock is None else "AND " + timeline.current_at("listed", clock),
     )
 
 

@@ -73,6 +73,7 @@ from memora_pg.graph.nearest import (
     similarity,
 )
 from memora_pg.graph.scoring import Weights
+from memora_pg.sql_text import quoted, render
 
 # One row per query: its number, its vector, its terms (the schema's full-text rule) and the
 # tsquery matching any of them (a sparse retriever's "any word", not a phrase).
@@ -82,7 +83,7 @@ SELECT given.query_no, given.embedding, parsed.terms, tsvector_to_array(parsed.t
            ARRAY(SELECT quote_literal(word) FROM unnest(tsvector_to_array(parsed.terms)) AS word), ' | '
        ) AS tsquery) AS any_term
 FROM ({given}) AS given(query_no, embedding, query)
-CROSS JOIN LATERAL (SELECT "{schema}".to_search_text(given.query) AS terms) AS parsed
+CROSS JOIN LATERAL (SELECT {schema}.to_search_text(given.query) AS terms) AS parsed
 """
 # The queries of a call of several, as arrays.
 MANY = "SELECT * FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))"
@@ -110,7 +111,7 @@ def _queries(schema: str, one_query: bool) -> CTE:
         column("any_term", TSQUERY),
     )
     given = ONE if one_query else MANY
-    statement = text(QUERIES.replace("{given}", given).replace("{schema}", schema))
+    statement = text(render(QUERIES, given=given, schema=quoted(schema)))
     if one_query:
         statement = statement.bindparams(bindparam("embedding", type_=vector_params.BinaryVector()))
     return statement.columns(*columns).cte("queries")
@@ -199,7 +200,7 @@ LEXICAL_ROWS = 100
 # given the smallest large scope, and the user whose rows the scope is, if it is just a user's rows.
 COMMON_TERMS = """
 SELECT listed.lexeme
-FROM "{schema}".common_terms('{table}', {user}, {scope_rows}, {common_rows}) AS listed(lexeme)
+FROM {schema}.common_terms('{table}', {user}, {scope_rows}, {common_rows}) AS listed(lexeme)
 """
 
 
@@ -208,12 +209,13 @@ def _common_terms(corpus: Corpus, schema: str, size: CTE, *, candidates: int, us
     nothing): a word held by at least twice as many rows as a rare word may be, in a scope of the user's
     rows as ANALYZE estimated them (``user_scope``: ``where`` is the user's rows and nothing more,
     ``:where_user_id``), or else in the smallest large scope. Without statistics, none."""
-    sql = (
-        COMMON_TERMS.replace("{schema}", schema)
-        .replace("{table}", corpus.table.name)
-        .replace("{user}", "CAST(:where_user_id AS text)" if user_scope else "NULL")
-        .replace("{scope_rows}", str(EXACT_ROWS + 1))
-        .replace("{common_rows}", str(2 * (candidates + 1)))
+    sql = render(
+        COMMON_TERMS,
+        schema=quoted(schema),
+        table=corpus.table.name,
+        user="CAST(:where_user_id AS text)" if user_scope else "NULL",
+        scope_rows=EXACT_ROWS + 1,
+        common_rows=2 * (candidates + 1),
     )
     listed = text(sql).columns(column("lexeme", Text)).subquery("listed")
     large = select(size.c.n > number(EXACT_ROWS)).scalar_subquery()

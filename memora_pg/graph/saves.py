@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.graph import audit, history, interactions, versions
 from memora_pg.graph.memories import NEW_MEMORIES, SCOPE, SOURCES, NewMemory, memory_params, scope_params
+from memora_pg.sql_text import render
 from memora_pg.statements import Statement, sql
 
 # The messages of the new interaction (the statement's ``scope`` names it).
@@ -58,9 +59,9 @@ ROWS_PER_STATEMENT = 1000
 
 
 def rows_statement(head: str, row: str, tail: str, n: int) -> str:
-    """``head VALUES row_0, ..., row_{n-1} tail``: ``#`` in ``row`` becomes each row's parameter suffix."""
-    values = ",\n".join(row.replace("#", f"_{i}") for i in range(n))
-    return f"{head}\nVALUES {values}\n{tail}"
+    """``head VALUES row_0, ..., row_{n-1} tail``: ``{n}`` in ``row`` becomes each row's parameter suffix."""
+    values = ",\n".join(render(row, n=f"_{i}") for i in range(n))
+    return render("{head}\nVALUES {values}\n{tail}", head=head, values=values, tail=tail)
 
 
 async def insert_rows(
@@ -82,17 +83,17 @@ async def insert_rows(
 
 MESSAGE_ROWS = (
     "INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)",
-    "(:org_id, :interaction_id, :msg_position#, :role#, :content#)",
+    "(:org_id, :interaction_id, :msg_position{n}, :role{n}, :content{n})",
     "",
 )
 MEMORY_ROWS = (
     """INSERT INTO {schema}.memories AS m
     (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata, embedding, search_text,
      expires_at)""",
-    "(:org_id, :memory_id#, :user_id, :agent_id, CAST(:interaction_id AS text), :memory#,"
-    " CAST(:obtained_at AS timestamptz), coalesce(CAST(:metadata# AS jsonb), '{}'), CAST(:embedding# AS vector),"
-    " CASE WHEN CAST(:embedding# AS vector) IS NOT NULL THEN {schema}.to_search_text(CAST(:memory# AS text)) END,"
-    " CAST(:expires_at# AS timestamptz))",
+    "(:org_id, :memory_id{n}, :user_id, :agent_id, CAST(:interaction_id AS text), :memory{n},"
+    " CAST(:obtained_at AS timestamptz), coalesce(CAST(:metadata{n} AS jsonb), '{}'), CAST(:embedding{n} AS vector),"
+    " CASE WHEN CAST(:embedding{n} AS vector) IS NOT NULL THEN {schema}.to_search_text(CAST(:memory{n} AS text)) END,"
+    " CAST(:expires_at{n} AS timestamptz))",
     """ON CONFLICT (org_id, memory_id) DO UPDATE
 SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
     embedding = excluded.embedding, search_text = excluded.search_text
@@ -101,13 +102,14 @@ RETURNING m.memory_id""",
 )
 SOURCE_ROWS = (
     "INSERT INTO {schema}.memory_sources (org_id, memory_id, interaction_id, msg_position)",
-    "(:org_id, :memory_id#, :interaction_id, :msg_position#)",
+    "(:org_id, :memory_id{n}, :interaction_id, :msg_position{n})",
     "",
 )
 ADDED_ROWS = (
     "INSERT INTO {schema}.memory_history"
     " (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)",
-    "(:org_id, :event_id#, :memory_id#, :user_id, 'ADD', :memory#, :actor_id#, :role#, CAST(:at AS timestamptz))",
+    "(:org_id, :event_id{n}, :memory_id{n}, :user_id, 'ADD', :memory{n}, :actor_id{n}, :role{n},"
+    " CAST(:at AS timestamptz))",
     "",
 )
 AUDIT_ALONE = """
@@ -123,7 +125,7 @@ def _common(params: dict[str, Any]) -> dict[str, Any]:
 # A contrary memory supersedes a memory that existed before the call: as a statement of its own
 # after the new memories are in, the link must skip this call's own memories. It reads the old
 # memory pinned to the organization, so Citus plans the whole insert on its shard.
-LINKS_ALONE = f"WITH {SCOPE}" + versions.LINK.replace("{own}", versions.OWN_MEMORIES_LEFT_OUT)
+LINKS_ALONE = render("WITH {scope}{link}", scope=SCOPE, link=render(versions.LINK, own=versions.OWN_MEMORIES_LEFT_OUT))
 
 
 @dataclass(frozen=True)
@@ -136,26 +138,25 @@ class _Result:
     linked: list[uuid.UUID] = field(default_factory=list)
 
 
-def _memory_rows(params: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {"memory_id": memory_id, "memory": memory, "metadata": metadata, "embedding": embedding, "expires_at": expires}
-        for memory_id, memory, metadata, embedding, expires in zip(
-            params["memory_ids"],
-            params["memories"],
-            params["metadata"],
-            params["embeddings"],
-            params["expires_at"],
-            strict=True,
-        )
-    ]
+def _rows(params: dict[str, Any], arrays: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows of a write, each with its own parameters, from the one-statement form's arrays:
+    ``arrays`` names, for each parameter of a row, the array parameter holding it."""
+    columns = [params[array] for array in arrays.values()]
+    return [dict(zip(arrays, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+MEMORY_ARRAYS = {
+    "memory_id": "memory_ids",
+    "memory": "memories",
+    "metadata": "metadata",
+    "embedding": "embeddings",
+    "expires_at": "expires_at",
+}
 
 
 async def _messages_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
-    rows = [
-        {"msg_position": n, "role": role, "content": content}
-        for n, (role, content) in enumerate(zip(params["roles"], params["contents"], strict=True))
-    ]
-    await insert_rows(conn, *MESSAGE_ROWS, _common(params), rows)
+    rows = _rows(params, {"role": "roles", "content": "contents"})
+    await insert_rows(conn, *MESSAGE_ROWS, _common(params), [{**row, "msg_position": n} for n, row in enumerate(rows)])
 
 
 async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link: bool) -> _Result:
@@ -163,12 +164,9 @@ async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link
     common = _common(params)
     written: list[uuid.UUID] = []
     if params["memory_ids"]:
-        written = await insert_rows(conn, *MEMORY_ROWS, common, _memory_rows(params))
+        written = await insert_rows(conn, *MEMORY_ROWS, common, _rows(params, MEMORY_ARRAYS))
     if params["source_memory_ids"]:
-        sources = [
-            {"memory_id": memory_id, "msg_position": position}
-            for memory_id, position in zip(params["source_memory_ids"], params["source_positions"], strict=True)
-        ]
+        sources = _rows(params, {"memory_id": "source_memory_ids", "msg_position": "source_positions"})
         await insert_rows(conn, *SOURCE_ROWS, common, sources)
     linked: list[uuid.UUID] = []
     if link and params["new_ids"]:
@@ -187,27 +185,27 @@ async def _audit_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
 
 
 async def _added_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
-    rows = [
-        {"event_id": event_id, "memory_id": memory_id, "memory": memory, "actor_id": actor_id, "role": role}
-        for event_id, memory_id, memory, actor_id, role in zip(
-            params["event_ids"],
-            params["memory_ids"],
-            params["memories"],
-            params["actor_ids"],
-            params["roles"],
-            strict=True,
-        )
-    ]
-    await insert_rows(conn, *ADDED_ROWS, _common(params), rows)
+    arrays = {
+        "event_id": "event_ids",
+        "memory_id": "memory_ids",
+        "memory": "memories",
+        "actor_id": "actor_ids",
+        "role": "roles",
+    }
+    await insert_rows(conn, *ADDED_ROWS, _common(params), _rows(params, arrays))
 
 
-SAVE = f"""
+# The arms that write new memories with their sources, their contrary links and the call's audit row.
+_MEMORY_ARMS = {"new_memories": NEW_MEMORIES, "sources": SOURCES, "links": versions.LINKS, "audit": audit.ARM}
+
+SAVE = render(
+    """
 WITH RECURSIVE owners AS (
-    SELECT EXISTS (SELECT FROM {{schema}}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
-           EXISTS (SELECT FROM {{schema}}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
+    SELECT EXISTS (SELECT FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
+           EXISTS (SELECT FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
 ),
 interaction AS (
-    INSERT INTO {{schema}}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
+    INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
     SELECT :org_id, :interaction_id, :user_id, :agent_id, :at, :at
     FROM owners
     WHERE owners.user_exists AND owners.agent_exists
@@ -216,14 +214,17 @@ interaction AS (
 scope AS (
     SELECT org_id, user_id, agent_id, interaction_id, created_at AS obtained_at FROM interaction
 ),
-{NEW_MESSAGES},
-{NEW_MEMORIES},
-{SOURCES},
-{versions.LINKS},
-{audit.ARM}
+{new_messages},
+{new_memories},
+{sources},
+{links},
+{audit}
 SELECT owners.user_exists, owners.agent_exists, ARRAY(SELECT new_memory_id FROM links) AS linked
 FROM owners
-"""
+""",
+    new_messages=NEW_MESSAGES,
+    **_MEMORY_ARMS,
+)
 
 
 @dataclass(frozen=True)
@@ -279,14 +280,18 @@ def saved(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Saved:
     )
 
 
-WRITE = f"""
-WITH RECURSIVE {SCOPE},
-{NEW_MEMORIES},
-{SOURCES},
-{versions.LINKS},
-{audit.ARM}
+WRITE = render(
+    """
+WITH RECURSIVE {scope},
+{new_memories},
+{sources},
+{links},
+{audit}
 SELECT ARRAY(SELECT memory_id FROM new_memories) AS written, ARRAY(SELECT new_memory_id FROM links) AS linked
-"""
+""",
+    scope=SCOPE,
+    **_MEMORY_ARMS,
+)
 
 
 @dataclass(frozen=True)
@@ -336,17 +341,25 @@ COLLECTION_USER = """
 INSERT INTO {schema}.users (org_id, user_id, user_name) VALUES (:org_id, :user_id, :user_name)
 ON CONFLICT DO NOTHING"""
 
-ADD = f"""
-WITH organization AS ({COLLECTION_ORGANIZATION}
+ADD = render(
+    """
+WITH organization AS ({organization}
 ),
-collection_user AS ({COLLECTION_USER}
+collection_user AS ({user}
 ),
-{SCOPE},
-{NEW_MEMORIES},
-{history.ADDED},
-{audit.ARM}
+{scope},
+{new_memories},
+{added},
+{audit}
 SELECT 1
-"""
+""",
+    organization=COLLECTION_ORGANIZATION,
+    user=COLLECTION_USER,
+    scope=SCOPE,
+    new_memories=NEW_MEMORIES,
+    added=history.ADDED,
+    audit=audit.ARM,
+)
 
 
 def add(
@@ -377,7 +390,7 @@ def add(
         await conn.execute(sql(conn, COLLECTION_ORGANIZATION), params)
         await conn.execute(sql(conn, COLLECTION_USER), params)
         if params["memory_ids"]:
-            await insert_rows(conn, *MEMORY_ROWS, _common(params), _memory_rows(params))
+            await insert_rows(conn, *MEMORY_ROWS, _common(params), _rows(params, MEMORY_ARRAYS))
             await _added_alone(conn, params)
         await _audit_alone(conn, params)
         return [_Result()]

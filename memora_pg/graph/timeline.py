@@ -25,6 +25,7 @@ from sqlalchemy.types import DateTime
 
 from memora_pg.errors import InvalidInputError
 from memora_pg.schema import memories
+from memora_pg.sql_text import render
 
 VALID = "valid"
 SYSTEM = "system"
@@ -50,11 +51,14 @@ def check_as_of(value: object, name: str = "as_of") -> datetime | None:
 def current_at(alias: str, clock: str, at: str = "CAST(:as_of AS timestamptz)") -> str:
     """SQL: the memory named ``alias`` was a current version at ``at`` by ``clock``."""
     if clock == SYSTEM:
-        return (
-            f"{{schema}}.current_in_system_time({alias}.obtained_at, {alias}.stored_at, {alias}.superseded_at,"
-            f" {alias}.expires_at, {at})"
+        return render(
+            "{schema}.current_in_system_time({m}.obtained_at, {m}.stored_at, {m}.superseded_at, {m}.expires_at, {at})",
+            m=alias,
+            at=at,
         )
-    return f"{{schema}}.current_in_valid_time({alias}.obtained_at, {alias}.valid_until, {alias}.expires_at, {at})"
+    return render(
+        "{schema}.current_in_valid_time({m}.obtained_at, {m}.valid_until, {m}.expires_at, {at})", m=alias, at=at
+    )
 
 
 def begun_by(alias: str, clock: str, at: str = "CAST(:as_of AS timestamptz)") -> str:

@@ -15,6 +15,7 @@ from memora_pg.config import Settings
 from memora_pg.graph import timeline
 from memora_pg.graph.render import hit_model
 from memora_pg.models import Memory
+from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
 # The HNSW options of upstream mode's search over a whole organization, for its transaction only:
@@ -53,40 +54,57 @@ def search_sql(*, user_scope: bool, agent: bool, exclude_superseded: bool, clock
     # Likewise "IS TRUE" keeps the full-text GIN index out of user-scoped searches: a common word
     # matches much of the organization, while the user's rows are few (and read by the dense arm anyway).
     matches = "(m.search_text @@ q.terms) IS TRUE" if user_scope else "m.search_text @@ q.terms"
-    dense = f"""
+    dense = render(
+        """
         SELECT nearest.memory_id, nearest.distance,
                row_number() OVER (ORDER BY nearest.distance, nearest.seq) - 1 AS rank
         FROM (
             SELECT m.memory_id, m.seq, m.embedding <=> q.embedding AS distance
-            FROM {{schema}}.memories AS m
+            FROM {schema}.memories AS m
             WHERE {filters}
             ORDER BY {order}
-            LIMIT {DENSE_CANDIDATES}
+            LIMIT {candidates}
         ) AS nearest
-        WHERE 1 - nearest.distance >= {MIN_SIMILARITY}"""
-    lexical = f"""
+        WHERE 1 - nearest.distance >= {min_similarity}""",
+        filters=filters,
+        order=order,
+        candidates=DENSE_CANDIDATES,
+        min_similarity=MIN_SIMILARITY,
+    )
+    lexical = render(
+        """
         SELECT m.memory_id,
                row_number() OVER (ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq) - 1 AS rank
-        FROM {{schema}}.memories AS m
+        FROM {schema}.memories AS m
         WHERE {filters} AND {matches}
         -- ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row
         ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq
-        LIMIT {LEXICAL_CANDIDATES}"""
-    fused = f"""
+        LIMIT {candidates}""",
+        filters=filters,
+        matches=matches,
+        candidates=LEXICAL_CANDIDATES,
+    )
+    fused = render(
+        """
         SELECT coalesce(dense.memory_id, lexical.memory_id) AS memory_id,
                coalesce(1.0 / (dense.rank + 2), 0) + coalesce(1.0 / (lexical.rank + 2), 0) AS score,
-               coalesce(dense.rank, {DENSE_CANDIDATES}) AS dense_rank,
-               coalesce(lexical.rank, {LEXICAL_CANDIDATES}) AS lexical_rank
+               coalesce(dense.rank, {dense_candidates}) AS dense_rank,
+               coalesce(lexical.rank, {lexical_candidates}) AS lexical_rank
         FROM ({dense}) AS dense
-        FULL JOIN ({lexical}) AS lexical ON lexical.memory_id = dense.memory_id"""
-    keep = f"fused.score > {MIN_FUSED_SCORE}"
-    return f"""
+        FULL JOIN ({lexical}) AS lexical ON lexical.memory_id = dense.memory_id""",
+        dense_candidates=DENSE_CANDIDATES,
+        lexical_candidates=LEXICAL_CANDIDATES,
+        dense=dense,
+        lexical=lexical,
+    )
+    return render(
+        """
 -- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
 WITH q AS MATERIALIZED (
     SELECT given.query_no,
            given.embedding,
            -- any word of the query may match (upstream's lexical arm is a sparse model, not a phrase)
-           CAST(replace(CAST(plainto_tsquery({{schema}}.search_config(), given.query) AS text), ' & ', ' | ')
+           CAST(replace(CAST(plainto_tsquery({schema}.search_config(), given.query) AS text), ' & ', ' | ')
                 AS tsquery) AS terms
     FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))
          AS given(query_no, embedding, query)
@@ -96,13 +114,16 @@ FROM q
 CROSS JOIN LATERAL (
     SELECT fused.memory_id, fused.score, fused.dense_rank, fused.lexical_rank
     FROM ({fused}) AS fused
-    WHERE {keep}
+    WHERE fused.score > {min_fused_score}
     ORDER BY fused.score DESC, fused.dense_rank, fused.lexical_rank
     LIMIT :top_k
 ) AS hit
-JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = hit.memory_id
+JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = hit.memory_id
 ORDER BY q.query_no, hit.score DESC, hit.dense_rank, hit.lexical_rank
-"""
+""",
+        fused=fused,
+        min_fused_score=MIN_FUSED_SCORE,
+    )
 
 
 async def upstream_search(

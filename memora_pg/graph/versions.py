@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg.graph import timeline
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
 from memora_pg.models import Memory
+from memora_pg.sql_text import render
 from memora_pg.statements import Statement, sql
 
 if TYPE_CHECKING:
@@ -40,14 +41,14 @@ superseded(memory_id, valid_from, stored_at) AS (
   UNION
     SELECT edge.old_memory_id, superseded.valid_from, superseded.stored_at
     FROM superseded
-    JOIN {{schema}}.memory_updates AS edge
+    JOIN {schema}.memory_updates AS edge
       ON edge.org_id = :org_id AND edge.new_memory_id = superseded.memory_id
-    JOIN {{schema}}.memories AS earlier
+    JOIN {schema}.memories AS earlier
       ON earlier.org_id = :org_id AND earlier.memory_id = edge.old_memory_id
     WHERE earlier.valid_until IS NULL OR earlier.valid_until > superseded.valid_from
 ),
 clocked AS (
-    UPDATE {{schema}}.memories AS m
+    UPDATE {schema}.memories AS m
     SET valid_until = least(m.valid_until, ends.valid_from), superseded_at = least(m.superseded_at, ends.stored_at)
     FROM (
         SELECT memory_id, min(valid_from) AS valid_from, min(stored_at) AS stored_at FROM superseded GROUP BY memory_id
@@ -56,15 +57,15 @@ clocked AS (
 )"""
 
 # The same as a statement of its own, after links were written: for the memories :linked.
-CLOCK_LINKED = (
-    "WITH RECURSIVE "
-    + CLOCK_THE_SUPERSEDED.format(
+CLOCK_LINKED = render(
+    "WITH RECURSIVE {clock}\nSELECT count(*) FROM superseded",
+    clock=render(
+        CLOCK_THE_SUPERSEDED,
         linked="""SELECT edge.old_memory_id, new.obtained_at, coalesce(new.stored_at, new.obtained_at)
     FROM {schema}.memory_updates AS edge
     JOIN {schema}.memories AS new ON new.org_id = :org_id AND new.memory_id = edge.new_memory_id
-    WHERE edge.org_id = :org_id AND edge.new_memory_id = ANY(CAST(:linked AS uuid[]))"""
-    ).strip()
-    + "\nSELECT count(*) FROM superseded"
+    WHERE edge.org_id = :org_id AND edge.new_memory_id = ANY(CAST(:linked AS uuid[]))""",
+    ).strip(),
 )
 
 
@@ -116,13 +117,12 @@ LINK = """
            ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id{own}
     RETURNING new_memory_id, old_memory_id"""
 OWN_MEMORIES_LEFT_OUT = "\n           AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))"
-LINK_ARM = "\nlinks AS (" + LINK.replace("{own}", "") + "\n)"
 
 # The links and the clocks they end, as CTE arms (the new versions were stored now, by this statement).
-LINKS = (
-    LINK_ARM
-    + ",\n"
-    + CLOCK_THE_SUPERSEDED.format(linked="SELECT links.old_memory_id, scope.obtained_at, now() FROM links, scope")
+LINKS = render(
+    "\nlinks AS ({link}\n),{clock}",
+    link=render(LINK, own=""),
+    clock=render(CLOCK_THE_SUPERSEDED, linked="SELECT links.old_memory_id, scope.obtained_at, now() FROM links, scope"),
 )
 
 
@@ -289,23 +289,23 @@ async def relink_around(
 
 # The memory and its predecessors, newest first: history walks CONTRARY_UPDATE edges backwards.
 # ``{begun}`` keeps the versions that had begun by the as-of time (true: all of them).
-_HISTORY = f"""
+_HISTORY = """
 WITH RECURSIVE older(depth, memory_id) AS (
     SELECT 0, memory_id
-    FROM {{schema}}.memories AS m
-    WHERE org_id = :org_id AND user_id = :user_id AND memory_id = :memory_id AND {{begun}}
+    FROM {schema}.memories AS m
+    WHERE org_id = :org_id AND user_id = :user_id AND memory_id = :memory_id AND {begun}
   UNION ALL
     SELECT older.depth + 1, edge.old_memory_id
     FROM older
-    JOIN {{schema}}.memory_updates AS edge
+    JOIN {schema}.memory_updates AS edge
       -- the constant org_id lets Citus run the recursion on the organization's one shard
       ON edge.org_id = :org_id AND edge.new_memory_id = older.memory_id
 )
-SELECT {MEMORY_COLUMNS}
+SELECT {memory_columns}
 FROM older
-JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = older.memory_id
-{WITH_NAMES_AND_SOURCES}
-WHERE {{begun}}
+JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = older.memory_id
+{with_names_and_sources}
+WHERE {begun}
 ORDER BY older.depth
 """
 
@@ -314,7 +314,7 @@ ORDER BY older.depth
 def history_statement(clock: str | None) -> str:
     """The history of one memory: all of it, or as it stood at :as_of by ``clock``."""
     begun = "true" if clock is None else timeline.begun_by("m", clock)
-    return _HISTORY.replace("{begun}", begun)
+    return render(_HISTORY, begun=begun, memory_columns=MEMORY_COLUMNS, with_names_and_sources=WITH_NAMES_AND_SOURCES)
 
 
 # The requested memories of a resolved fetch: (batch, position in it, user, memory).
@@ -324,73 +324,81 @@ _REQUESTED = """requested AS (
         CAST(:batches AS int[]), CAST(:positions AS int[]), CAST(:user_ids AS text[]), CAST(:memory_ids AS uuid[])
     ) AS r(batch, pos, user_id, memory_id)
 )"""
+# Each requested memory, found among its user's: (batch, position, memory).
+_FOUND = """
+    SELECT requested.batch, requested.pos, found.memory_id
+    FROM requested
+    JOIN {schema}.memories AS found
+      ON found.org_id = :org_id
+     AND found.user_id = requested.user_id
+     AND found.memory_id = requested.memory_id"""
+# One step from the versions in ``newer`` to the versions that superseded them.
+_NEWER_STEP = """
+    SELECT newer.batch, newer.pos, edge.new_memory_id
+    FROM newer
+    JOIN {schema}.memory_updates AS edge
+      ON edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id"""
 
-# The versions in ``latest`` (batch, first position, memory) matching ``{where}``, rendered: in the
+
+# The versions in ``latest`` (batch, first position, memory) matching ``where``, rendered: in the
 # order of the first request that reached them, versions reached from one request newest first.
-_RENDERED = f"""
-SELECT latest.batch, latest.first_pos, m.seq, {MEMORY_COLUMNS}
+def _rendered(where: str) -> str:
+    return render(
+        """
+SELECT latest.batch, latest.first_pos, m.seq, {memory_columns}
 FROM latest
-JOIN {{schema}}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
-{WITH_NAMES_AND_SOURCES}
-WHERE {{where}}
+JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = latest.memory_id
+{with_names_and_sources}
+WHERE {where}
 ORDER BY latest.batch, latest.first_pos, m.seq DESC
-"""
+""",
+        memory_columns=MEMORY_COLUMNS,
+        with_names_and_sources=WITH_NAMES_AND_SOURCES,
+        where=where,
+    )
+
 
 # Each requested memory (all of the organization :org_id) is replaced by its current version(s):
 # every memory reachable through newer-version edges that has no newer version itself and has not
 # expired. Every table is pinned to :org_id, so Citus runs it on the organization's shard.
-RESOLVE = f"""
-WITH RECURSIVE {_REQUESTED}, newer(batch, pos, memory_id) AS (
-    SELECT requested.batch, requested.pos, found.memory_id
-    FROM requested
-    JOIN {{schema}}.memories AS found
-      ON found.org_id = :org_id
-     AND found.user_id = requested.user_id
-     AND found.memory_id = requested.memory_id
-  UNION
-    SELECT newer.batch, newer.pos, edge.new_memory_id
-    FROM newer
-    JOIN {{schema}}.memory_updates AS edge
-      ON edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
+RESOLVE = render(
+    """
+WITH RECURSIVE {requested}, newer(batch, pos, memory_id) AS ({found}
+  UNION{newer_step}
 ), latest AS (
     SELECT batch, min(pos) AS first_pos, memory_id
     FROM newer
     WHERE NOT EXISTS (
-        SELECT 1 FROM {{schema}}.memory_updates AS edge
+        SELECT 1 FROM {schema}.memory_updates AS edge
         WHERE edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
     )
     GROUP BY batch, memory_id
-)""" + _RENDERED.replace("{where}", timeline.unexpired("m"))
+){rendered}""",
+    requested=_REQUESTED,
+    found=_FOUND,
+    newer_step=_NEWER_STEP,
+    rendered=_rendered(timeline.unexpired("m")),
+)
 
 # As of :as_of, each requested memory is replaced by the versions of its lineage (the versions
 # before it and after it) that were current then: the same walk, both ways, and the clock's rule.
-_RESOLVE_AS_OF = f"""
-WITH RECURSIVE {_REQUESTED}, found AS (
-    SELECT requested.batch, requested.pos, found.memory_id
-    FROM requested
-    JOIN {{schema}}.memories AS found
-      ON found.org_id = :org_id
-     AND found.user_id = requested.user_id
-     AND found.memory_id = requested.memory_id
+_RESOLVE_AS_OF = """
+WITH RECURSIVE {requested}, found AS ({found}
 ), newer(batch, pos, memory_id) AS (
     SELECT batch, pos, memory_id FROM found
-  UNION
-    SELECT newer.batch, newer.pos, edge.new_memory_id
-    FROM newer
-    JOIN {{schema}}.memory_updates AS edge
-      ON edge.org_id = :org_id AND edge.old_memory_id = newer.memory_id
+  UNION{newer_step}
 ), older(batch, pos, memory_id) AS (
     SELECT batch, pos, memory_id FROM found
   UNION
     SELECT older.batch, older.pos, edge.old_memory_id
     FROM older
-    JOIN {{schema}}.memory_updates AS edge
+    JOIN {schema}.memory_updates AS edge
       ON edge.org_id = :org_id AND edge.new_memory_id = older.memory_id
 ), latest AS (
     SELECT batch, min(pos) AS first_pos, memory_id
     FROM (SELECT * FROM newer UNION ALL SELECT * FROM older) AS lineage
     GROUP BY batch, memory_id
-)""" + _RENDERED.replace("{where}", "{current}")
+){rendered}"""
 
 
 @lru_cache(maxsize=4)
@@ -398,7 +406,13 @@ def resolve_statement(clock: str | None) -> str:
     """The resolved fetch: the current versions now (None), or at :as_of by ``clock``."""
     if clock is None:
         return RESOLVE
-    return _RESOLVE_AS_OF.replace("{current}", timeline.current_at("m", clock))
+    return render(
+        _RESOLVE_AS_OF,
+        requested=_REQUESTED,
+        found=_FOUND,
+        newer_step=_NEWER_STEP,
+        rendered=_rendered(timeline.current_at("m", clock)),
+    )
 
 
 def history_of(

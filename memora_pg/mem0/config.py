@@ -27,11 +27,17 @@ logger = logging.getLogger(__name__)
 _COLLECTION = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
 
-class VectorStoreConfig(BaseModel):
+class _ProviderConfig(BaseModel):
+    """mem0's shape of a component's configuration: a provider and its options."""
+
     model_config = ConfigDict(extra="forbid")
 
-    provider: str = "pgvector"
+    provider: str
     config: dict[str, Any] = Field(default_factory=dict)
+
+
+class VectorStoreConfig(_ProviderConfig):
+    provider: str = "pgvector"
 
     @model_validator(mode="after")
     def _postgres_only(self) -> VectorStoreConfig:
@@ -43,25 +49,16 @@ class VectorStoreConfig(BaseModel):
         return self
 
 
-class LlmConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class LlmConfig(_ProviderConfig):
     provider: str = "openai"
-    config: dict[str, Any] = Field(default_factory=dict)
 
 
-class EmbedderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class EmbedderConfig(_ProviderConfig):
     provider: str = "local"
-    config: dict[str, Any] = Field(default_factory=dict)
 
 
-class RerankerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RerankerConfig(_ProviderConfig):
     provider: str = "llm"
-    config: dict[str, Any] = Field(default_factory=dict)
 
 
 class MemoryConfig(BaseModel):

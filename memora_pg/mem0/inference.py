@@ -69,6 +69,15 @@ class Plan:
     deletions: list[dict[str, Any]]
 
 
+def numbered(related: Sequence[Sequence[tuple[dict[str, Any], float]]]) -> dict[int, dict[str, Any]]:
+    """The memories related to any fact (a search's hits per fact), each once, numbered as the model is shown them."""
+    found: dict[str, dict[str, Any]] = {}
+    for hits in related:
+        for row, _ in hits:
+            found.setdefault(str(row["memory_id"]), row)
+    return dict(enumerate(found.values()))
+
+
 def plan_of(decided: Any, by_number: Mapping[int, dict[str, Any]], base: dict[str, Any]) -> Plan:
     """The second answer as a :class:`Plan`: ``by_number`` is what the model was shown, by the number it saw;
     ``base`` the metadata of each new memory."""

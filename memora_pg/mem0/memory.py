@@ -13,22 +13,22 @@ it opens; all the changes it decides, with their history events, then commit tog
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import ColumnElement, and_, true
+from sqlalchemy import and_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
-from memora_pg.errors import InvalidInputError, LLMError
-from memora_pg.graph import audit, history, memories, orgs, saves, search, timeline
+from memora_pg.errors import LLMError
+from memora_pg.graph import audit, history, memories, orgs, saves, search
 from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
-from memora_pg.mem0 import inference
+from memora_pg.mem0 import changes, inference
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker
@@ -36,24 +36,27 @@ from memora_pg.mem0.shapes import (
     EXPIRATION,
     PROCEDURAL,
     SIMILAR_PER_FACT,
+    AddRequest,
     Scope,
     actor_of,
+    added_at,
     caller_metadata,
     check_threshold,
     combined_filters,
-    created_at_of,
     event_of,
     existing_id,
     expiration_of,
     expires_at_of,
+    history_item,
     item_of,
     json_metadata,
     messages_of,
     new_memory,
+    new_metadata,
     now_iso,
     scope_of,
     search_query,
-    timestamp_of,
+    shown_at,
     top_k_of,
     with_vector,
 )
@@ -163,49 +166,30 @@ class AsyncMemory:
         current: hidden from search and get_all, still in their history.
         """
         scope = scope_of(user_id, agent_id, run_id)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise DuragValidationError("metadata must be a dict.")
         if memory_type not in (None, PROCEDURAL):
             raise DuragValidationError(f"memory_type must be None or {PROCEDURAL!r}, not {memory_type!r}.")
-        conversation = messages_of(messages)
-        base = caller_metadata(metadata, {}, "add()")
-        stamp = (metadata or {}).get("created_at")
-        if timestamp is not None:
-            at = timestamp_of(timestamp)
-        else:
-            at = created_at_of(stamp) if stamp is not None else datetime.now(timezone.utc)
-        expiration = expiration_of(expiration_date)
-        if expiration is not None:
-            base[EXPIRATION] = expiration
-        if scope.run_id:
-            base["run_id"] = scope.run_id
-        json_metadata(base)
+        if memory_type == PROCEDURAL and not scope.agent_id:
+            raise DuragValidationError("A procedural memory needs an agent_id.")
+        request = AddRequest(
+            messages_of(messages), scope, new_metadata(metadata, scope, expiration_date), added_at(metadata, timestamp)
+        )
         if memory_type == PROCEDURAL:
-            if not scope.agent_id:
-                raise DuragValidationError("A procedural memory needs an agent_id.")
-            return await self._add_procedural(conversation, scope, base, prompt, at)
+            return await self._add_procedural(request, prompt)
         if not infer:
-            return await self._add_raw(conversation, scope, base, at)
-        return await self._add_inferred(conversation, scope, base, prompt, at)
+            return await self._add_raw(request)
+        return await self._add_inferred(request, prompt)
 
-    async def _add_raw(
-        self, conversation: list[dict[str, str]], scope: Scope, base: dict[str, Any], at: datetime
-    ) -> dict[str, Any]:
-        kept = [m for m in conversation if m.get("role") != "system" and m.get("content")]
+    async def _add_raw(self, request: AddRequest) -> dict[str, Any]:
+        kept = [m for m in request.conversation if m.get("role") != "system" and m.get("content")]
+        base = request.metadata
         items = [new_memory(m["content"], {**base, "role": m.get("role", "user"), **actor_of(m)}) for m in kept]
-        return await self._added(scope, items, at, raw=True)
+        return await self._added(request.scope, items, request.at, raw=True)
 
-    async def _add_procedural(
-        self,
-        conversation: list[dict[str, str]],
-        scope: Scope,
-        base: dict[str, Any],
-        prompt: str | None,
-        at: datetime,
-    ) -> dict[str, Any]:
-        summary = await self.llm.complete(inference.procedural_messages(conversation, prompt), json_object=False)
-        item = new_memory(inference.procedural_text(summary), {**base, "memory_type": PROCEDURAL})
-        return await self._added(scope, [item], at, raw=False)
+    async def _add_procedural(self, request: AddRequest, prompt: str | None) -> dict[str, Any]:
+        messages = inference.procedural_messages(request.conversation, prompt)
+        summary = await self.llm.complete(messages, json_object=False)
+        item = new_memory(inference.procedural_text(summary), {**request.metadata, "memory_type": PROCEDURAL})
+        return await self._added(request.scope, [item], request.at, raw=False)
 
     async def _added(self, scope: Scope, items: list[NewMemory], at: datetime, *, raw: bool) -> dict[str, Any]:
         """``items`` embedded, then written as new memories of ``scope`` in one statement, with their ADD
@@ -214,20 +198,16 @@ class AsyncMemory:
         items = [with_vector(item, vector) for item, vector in zip(items, vectors, strict=True)]
         results = [event_of(item, "ADD", raw=raw) for item in items]
         await self._db.execute_one(
-            self._new(scope, items, self._audited("add", scope.user_id, results), at), org_id=self.org_id
+            self._new(scope, items, changes.audit_entry(self._db.settings.audit, "add", scope.user_id, results), at),
+            org_id=self.org_id,
         )
         return {"results": results}
 
-    async def _add_inferred(
-        self,
-        conversation: list[dict[str, str]],
-        scope: Scope,
-        base: dict[str, Any],
-        prompt: str | None,
-        at: datetime,
-    ) -> dict[str, Any]:
+    async def _add_inferred(self, request: AddRequest, prompt: str | None) -> dict[str, Any]:
+        scope, at = request.scope, request.at
         system = prompt or self.config.custom_fact_extraction_prompt or self.config.custom_instructions
-        facts = inference.facts_of(await self.llm.complete_json(inference.extraction_messages(conversation, system)))
+        extraction = inference.extraction_messages(request.conversation, system)
+        facts = inference.facts_of(await self.llm.complete_json(extraction))
         if not facts:
             return {"results": []}
 
@@ -244,15 +224,11 @@ class AsyncMemory:
             scoped=bool(scope.user_id),
             unrelated_similarity=unrelated_similarity(self.embedder),
         )
-        existing: dict[str, dict[str, Any]] = {}
-        for hits in related:
-            for row, _ in hits:
-                existing.setdefault(str(row["memory_id"]), row)
-        by_number = dict(enumerate(existing.values()))
+        by_number = inference.numbered(related)
         shown = [{"id": str(n), "text": row["memory"]} for n, row in by_number.items()]
         custom = self.config.custom_update_memory_prompt
         plan = inference.plan_of(
-            await self.llm.complete_json(inference.decision_messages(shown, facts, custom)), by_number, base
+            await self.llm.complete_json(inference.decision_messages(shown, facts, custom)), by_number, request.metadata
         )
         additions, updates, deletions = plan.additions, plan.updates, plan.deletions
 
@@ -267,32 +243,21 @@ class AsyncMemory:
             events: list[history.Event] = []
             for (row, new_text), vector in zip(updates, update_vectors, strict=True):
                 meta = {**row["metadata"], "updated_at": now_iso()}
-                changed = await memories.rewrite(
-                    conn,
-                    org_id=self.org_id,
-                    memory_id=row["memory_id"],
-                    text=new_text,
-                    embedding=vector,
-                    metadata=meta,
-                    expires_at=expires_at_of(meta),
+                rewritten = await changes.rewrite(
+                    conn, org_id=self.org_id, memory_id=row["memory_id"], text=new_text, embedding=vector, metadata=meta
                 )
-                if changed is None:
+                if rewritten is None:
                     raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
-                events.append(
-                    history.Event(row["memory_id"], changed[1], "UPDATE", changed[0], new_text, *_session(meta))
-                )
-                results.append(
-                    {"id": str(row["memory_id"]), "memory": new_text, "event": "UPDATE", "previous_memory": changed[0]}
-                )
-            gone = await memories.delete_by_ids(
-                conn, org_id=self.org_id, memory_ids=[r["memory_id"] for r in deletions]
+                events.append(rewritten.event)
+                results.append(rewritten.result())
+            deleted, deletion_events = await changes.delete(
+                conn,
+                org_id=self.org_id,
+                memory_ids=[row["memory_id"] for row in deletions],
+                metadata={row["memory_id"]: row["metadata"] for row in deletions},
             )
-            deleted_metadata = {r["memory_id"]: r["metadata"] for r in deletions}
-            events += [
-                history.Event(memory_id, user, "DELETE", old, None, *_session(deleted_metadata.get(memory_id)))
-                for memory_id, user, old in gone
-            ]
-            results += [{"id": str(memory_id), "memory": old, "event": "DELETE"} for memory_id, _, old in gone]
+            events += deletion_events
+            results += [d.result() for d in deleted]
             await history.record(conn, org_id=self.org_id, events=events)
             if results:
                 await self._audit(conn, "add", scope.user_id if additions else None, results)
@@ -311,32 +276,13 @@ class AsyncMemory:
             audited=audited,
         )
 
-    def _current(self, as_of: object, clock: object, show_expired: bool) -> ColumnElement[bool]:
-        """The memories a read shows: unexpired ones now, or those current at ``as_of`` by ``clock``
-        (expired ones too with ``show_expired``)."""
-        try:
-            at, checked = timeline.check_as_of(as_of), timeline.check_clock(clock)
-        except InvalidInputError as error:
-            raise DuragValidationError(str(error)) from error
-        if at is None:
-            return true() if show_expired else timeline.unexpired_condition()
-        return timeline.current_condition(self._db.schema, checked, at=at, expiry=not show_expired)
-
-    def _audited(self, method: str, user_id: str | None, results: Sequence[dict[str, Any]]) -> audit.Entry | None:
-        """The audit row of a public call (None when auditing is off); ``user_id`` only when the call
-        wrote that user's row for sure."""
-        return audit.entry(
-            self._db.settings.audit,
-            f"mem0.{method}",
-            user_id=(user_id or None) if results else None,
-            ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
-        )
-
     async def _audit(
         self, conn: AsyncConnection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
     ) -> None:
         """One audit row per public call, in its transaction."""
-        await audit.record(conn, org_id=self.org_id, audited=self._audited(method, user_id, results))
+        await audit.record(
+            conn, org_id=self.org_id, audited=changes.audit_entry(self._db.settings.audit, method, user_id, results)
+        )
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -365,7 +311,7 @@ class AsyncMemory:
         top_k = top_k_of(top_k, kwargs)
         threshold = check_threshold(threshold)
         combined, where = combined_filters(filters, kwargs)
-        where = and_(where, self._current(as_of, as_of_clock, show_expired))
+        where = and_(where, shown_at(self._db.schema, as_of, as_of_clock, show_expired))
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         if top_k == 0:
@@ -414,7 +360,7 @@ class AsyncMemory:
         only with ``show_expired``; ``as_of`` as in :meth:`search`."""
         top_k = top_k_of(top_k, kwargs)
         _, where = combined_filters(filters, kwargs)
-        where = and_(where, self._current(as_of, as_of_clock, show_expired))
+        where = and_(where, shown_at(self._db.schema, as_of, as_of_clock, show_expired))
         await self._prepare()
         if top_k == 0:
             return {"results": []}
@@ -439,23 +385,7 @@ class AsyncMemory:
             if created is None and events:
                 row = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
                 created = row["obtained_at"] if row else None
-        return [
-            {
-                "id": str(e["event_id"]),
-                "memory_id": str(e["memory_id"]),
-                "old_memory": e["old_memory"],
-                "new_memory": e["new_memory"],
-                "event": e["event"],
-                "created_at": (created or e["created_at"]).isoformat(),
-                "updated_at": (created or e["created_at"]).isoformat()
-                if e["event"] == "ADD"
-                else e["created_at"].isoformat(),
-                "is_deleted": e["is_deleted"],
-                "actor_id": e["actor_id"],
-                "role": e["role"],
-            }
-            for e in events
-        ]
+        return [history_item(event, created) for event in events]
 
     # -- changing ------------------------------------------------------------------------------
 
@@ -480,9 +410,9 @@ class AsyncMemory:
             check.memory_text(text)
         if metadata is not None and not isinstance(metadata, dict):
             raise DuragValidationError("metadata must be a dict.")
-        changes = dict(metadata or {})
+        given = dict(metadata or {})
         if expiration_date is not _UNSET:
-            changes[EXPIRATION] = expiration_of(expiration_date)
+            given[EXPIRATION] = expiration_of(expiration_date)
         parsed = existing_id(memory_id)
         await self._prepare()
         vector = (await self._embed([text], query=False))[0] if text is not None else None
@@ -492,33 +422,24 @@ class AsyncMemory:
             current = await memories.lock_metadata(conn, org_id=self.org_id, memory_id=parsed)
             if current is None:
                 raise missing
-            merged = json_metadata(
-                {**current, **caller_metadata(changes, current, "update()"), "updated_at": now_iso()}
-            )
+            merged = json_metadata({**current, **caller_metadata(given, current, "update()"), "updated_at": now_iso()})
             if text is None or vector is None:
                 changed = await memories.set_metadata(
                     conn, org_id=self.org_id, memory_id=parsed, metadata=merged, expires_at=expires_at_of(merged)
                 )
-                new_text = changed[0] if changed else ""
+                if changed is None:
+                    raise missing
+                unchanged, user_id = changed
+                event = history.Event(parsed, user_id, "UPDATE", unchanged, unchanged, *changes.session_of(merged))
             else:
-                changed = await memories.rewrite(
-                    conn,
-                    org_id=self.org_id,
-                    memory_id=parsed,
-                    text=text,
-                    embedding=vector,
-                    metadata=merged,
-                    expires_at=expires_at_of(merged),
+                rewritten = await changes.rewrite(
+                    conn, org_id=self.org_id, memory_id=parsed, text=text, embedding=vector, metadata=merged
                 )
-                new_text = text
-            if changed is None:
-                raise missing
-            await history.record(
-                conn,
-                org_id=self.org_id,
-                events=[history.Event(parsed, changed[1], "UPDATE", changed[0], new_text, *_session(merged))],
-            )
-            await self._audit(conn, "update", changed[1], [{"id": str(parsed), "event": "UPDATE"}])
+                if rewritten is None:
+                    raise missing
+                event, user_id = rewritten.event, rewritten.user_id
+            await history.record(conn, org_id=self.org_id, events=[event])
+            await self._audit(conn, "update", user_id, [{"id": str(parsed), "event": "UPDATE"}])
         return {"message": "Memory updated successfully!"}
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
@@ -526,16 +447,13 @@ class AsyncMemory:
         await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
             found = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
-            gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=[parsed])
-            if not gone:
-                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
-            session = _session(found["metadata"] if found else None)
-            await history.record(
-                conn,
-                org_id=self.org_id,
-                events=[history.Event(memory_id, user, "DELETE", old, None, *session) for memory_id, user, old in gone],
+            deleted, events = await changes.delete(
+                conn, org_id=self.org_id, memory_ids=[parsed], metadata={parsed: found["metadata"] if found else None}
             )
-            await self._audit(conn, "delete", gone[0][1], [{"id": str(parsed), "event": "DELETE"}])
+            if not deleted:
+                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+            await history.record(conn, org_id=self.org_id, events=events)
+            await self._audit(conn, "delete", deleted[0].user_id, [{"id": str(parsed), "event": "DELETE"}])
         return {"message": "Memory deleted successfully!"}
 
     async def delete_all(
@@ -551,18 +469,12 @@ class AsyncMemory:
         await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
             doomed = await memories.metadata_where(conn, org_id=self.org_id, where=scope.where())
-            gone = await memories.delete_by_ids(conn, org_id=self.org_id, memory_ids=list(doomed))
-            await history.record(
-                conn,
-                org_id=self.org_id,
-                events=[
-                    history.Event(memory_id, user, "DELETE", old, None, *_session(doomed.get(memory_id)))
-                    for memory_id, user, old in gone
-                ],
-            )
-            if gone:
-                deleted = [{"id": str(memory_id), "event": "DELETE"} for memory_id, _, _ in gone]
-                await self._audit(conn, "delete_all", None, deleted)
+            deleted, events = await changes.delete(conn, org_id=self.org_id, memory_ids=list(doomed), metadata=doomed)
+            await history.record(conn, org_id=self.org_id, events=events)
+            if deleted:
+                await self._audit(
+                    conn, "delete_all", None, [{"id": str(d.memory_id), "event": "DELETE"} for d in deleted]
+                )
         return {"message": "Memories deleted successfully!"}
 
     async def reset(self) -> None:
@@ -570,10 +482,3 @@ class AsyncMemory:
         await self._prepare()
         async with self._db.transaction(org_id=self.org_id) as conn:
             await orgs.delete(conn, org_id=self.org_id)
-
-
-def _session(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
-    """The actor_id and role a history event of the memory carries (mem0 keeps them on every event)."""
-    metadata = metadata or {}
-    actor, role = metadata.get("actor_id"), metadata.get("role")
-    return (actor if isinstance(actor, str) else None, role if isinstance(role, str) else None)

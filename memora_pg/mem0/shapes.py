@@ -6,13 +6,16 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement
+from sqlalchemy import ColumnElement, true
 
+from memora_pg.errors import InvalidInputError
 from memora_pg.graph import filters as filter_language
+from memora_pg.graph import timeline
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
@@ -326,3 +329,65 @@ def item_of(
         if key in stored:
             item[key] = stored[key]
     return item
+
+
+def new_metadata(metadata: dict[str, Any] | None, scope: Scope, expiration_date: object) -> dict[str, Any]:
+    """The metadata ``add`` gives each new memory: the caller's (identity keys left out, with a
+    warning), the expiration date and the run."""
+    if metadata is not None and not isinstance(metadata, dict):
+        raise DuragValidationError("metadata must be a dict.")
+    base = caller_metadata(metadata, {}, "add()")
+    expiration = expiration_of(expiration_date)
+    if expiration is not None:
+        base[EXPIRATION] = expiration
+    if scope.run_id:
+        base["run_id"] = scope.run_id
+    return json_metadata(base)
+
+
+def added_at(metadata: dict[str, Any] | None, timestamp: object) -> datetime:
+    """When ``add``'s memories were created: ``timestamp``, else ``metadata["created_at"]``, else now."""
+    if timestamp is not None:
+        return timestamp_of(timestamp)
+    stamp = (metadata or {}).get("created_at")
+    return created_at_of(stamp) if stamp is not None else datetime.now(timezone.utc)
+
+
+def history_item(event: Mapping[str, Any], created: datetime | None) -> dict[str, Any]:
+    """One event of ``history()``, as mem0 shows it: ``created_at`` is the memory's creation time,
+    ``updated_at`` the event's (the creation time for the ADD)."""
+    created_at = created or event["created_at"]
+    return {
+        "id": str(event["event_id"]),
+        "memory_id": str(event["memory_id"]),
+        "old_memory": event["old_memory"],
+        "new_memory": event["new_memory"],
+        "event": event["event"],
+        "created_at": created_at.isoformat(),
+        "updated_at": (created_at if event["event"] == "ADD" else event["created_at"]).isoformat(),
+        "is_deleted": event["is_deleted"],
+        "actor_id": event["actor_id"],
+        "role": event["role"],
+    }
+
+
+def shown_at(schema: str, as_of: object, clock: object, show_expired: bool) -> ColumnElement[bool]:
+    """The memories a read shows: unexpired ones now, or those current at ``as_of`` by ``clock``
+    (expired ones too with ``show_expired``)."""
+    try:
+        at, checked = timeline.check_as_of(as_of), timeline.check_clock(clock)
+    except InvalidInputError as error:
+        raise DuragValidationError(str(error)) from error
+    if at is None:
+        return true() if show_expired else timeline.unexpired_condition()
+    return timeline.current_condition(schema, checked, at=at, expiry=not show_expired)
+
+
+@dataclass(frozen=True)
+class AddRequest:
+    """What an ``add`` remembers: the conversation, for whom, the new memories' metadata and creation time."""
+
+    conversation: list[dict[str, str]]
+    scope: Scope
+    metadata: dict[str, Any]
+    at: datetime

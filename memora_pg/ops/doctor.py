@@ -57,6 +57,11 @@ ORDER BY c.relname
 """
 
 
+def _passes(name: str, ok: bool, ok_text: str, fail_text: str, hint: str) -> Check:
+    """The check ``name``: ``ok_text`` when it passes, else a failure saying ``fail_text`` and what to do."""
+    return Check(name, "ok", ok_text) if ok else Check(name, "fail", fail_text, hint)
+
+
 def _version(value: str | None) -> tuple[int, ...]:
     return tuple(int(part) for part in (value or "0").split(".") if part.isdigit())
 
@@ -111,30 +116,26 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         checks.append(Check("pgvector", "ok", f"pgvector {vector}, iterative index scans available"))
 
     head = migrations.head_revision()
-    if revision == head:
-        checks.append(Check("schema", "ok", f"schema {schema!r} at revision {revision} (head)"))
-    else:
-        checks.append(
-            Check(
-                "schema",
-                "fail",
-                f"schema {schema!r} at revision {revision or 'none'}, head is {head}",
-                "Run memora-pg db upgrade (or alembic upgrade head).",
-            )
+    checks.append(
+        _passes(
+            "schema",
+            revision == head,
+            f"schema {schema!r} at revision {revision} (head)",
+            f"schema {schema!r} at revision {revision or 'none'}, head is {head}",
+            "Run memora-pg db upgrade (or alembic upgrade head).",
         )
+    )
 
     if dimensions is not None and embedder_dimensions is not None:
-        if dimensions == embedder_dimensions:
-            checks.append(Check("dimensions", "ok", f"vector({dimensions}) matches the embedder"))
-        else:
-            checks.append(
-                Check(
-                    "dimensions",
-                    "fail",
-                    f"the database stores vector({dimensions}), the embedder makes {embedder_dimensions}",
-                    "Configure an embedder of that dimension, or run memora-pg reembed.",
-                )
+        checks.append(
+            _passes(
+                "dimensions",
+                dimensions == embedder_dimensions,
+                f"vector({dimensions}) matches the embedder",
+                f"the database stores vector({dimensions}), the embedder makes {embedder_dimensions}",
+                "Configure an embedder of that dimension, or run memora-pg reembed.",
             )
+        )
     elif dimensions is not None:
         checks.append(Check("dimensions", "ok", f"vector({dimensions})"))
 

@@ -20,6 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.config import Settings
 from memora_pg.db import Database, deployment_errors
+from memora_pg.sql_text import quoted, render
+from memora_pg.statements import in_schema
 
 HNSW_INDEX = "ix_memories_embedding_hnsw"
 
@@ -53,6 +55,14 @@ PGVECTOR_DEFAULTS = {"m": 16, "ef_construction": 64}
 
 # The name a rebuild gives the new index until it replaces the old one.
 REBUILDING = f"{HNSW_INDEX}_rebuild"
+
+# Index DDL, outside a transaction block: none of it blocks reads or writes for long.
+CREATE_HNSW = """
+CREATE INDEX CONCURRENTLY {name} ON {schema}.memories USING hnsw (embedding vector_cosine_ops)
+WITH (m = {m}, ef_construction = {ef_construction})"""
+DROP = "DROP INDEX CONCURRENTLY {schema}.{index}"
+DROP_IF_EXISTS = "DROP INDEX CONCURRENTLY IF EXISTS {schema}.{index}"
+RENAME = "ALTER INDEX {schema}.{index} RENAME TO {name}"
 
 # How far a build has come (pgvector reports the tuples it has loaded into the graph).
 PROGRESS = """
@@ -105,23 +115,26 @@ async def build_hnsw(database: Database, progress: Progress | None = None) -> In
             auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
             # An interrupted build or rebuild leaves an invalid index (or a complete one under the
             # rebuild's name): start again.
-            await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{REBUILDING}'))
+            await auto.execute(in_schema(render(DROP_IF_EXISTS, index=REBUILDING), schema))
             if current.mode == "hnsw" and not current.valid:
-                await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{HNSW_INDEX}'))
+                await auto.execute(in_schema(render(DROP_IF_EXISTS, index=HNSW_INDEX), schema))
             async with build_session(auto, settings), _reporting(database, progress):
                 await auto.execute(text(create_hnsw(schema, settings, name)))
             if rebuild:
-                await auto.execute(text(f'DROP INDEX CONCURRENTLY "{schema}".{HNSW_INDEX}'))
+                await auto.execute(in_schema(render(DROP, index=HNSW_INDEX), schema))
                 # ShareUpdateExclusiveLock: reads and writes go on while the index is renamed.
-                await auto.execute(text(f'ALTER INDEX "{schema}".{REBUILDING} RENAME TO {HNSW_INDEX}'))
+                await auto.execute(in_schema(render(RENAME, index=REBUILDING, name=HNSW_INDEX), schema))
     return await state(database)
 
 
 def create_hnsw(schema: str, settings: Settings, name: str = HNSW_INDEX) -> str:
     """``CREATE INDEX CONCURRENTLY`` of the HNSW index (named ``name``) with the settings' parameters."""
-    return (
-        f'CREATE INDEX CONCURRENTLY {name} ON "{schema}".memories USING hnsw (embedding vector_cosine_ops) '
-        f"WITH (m = {int(settings.hnsw_m)}, ef_construction = {int(settings.hnsw_ef_construction)})"
+    return render(
+        CREATE_HNSW,
+        schema=quoted(schema),
+        name=name,
+        m=int(settings.hnsw_m),
+        ef_construction=int(settings.hnsw_ef_construction),
     )
 
 
@@ -225,7 +238,7 @@ async def build_missing(database: Database) -> list[str]:
                 for index in missing:
                     name = str(index.name)
                     if name in invalid:
-                        await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{schema}".{name}'))
+                        await auto.execute(in_schema(render(DROP_IF_EXISTS, index=name), schema))
                     if name == HNSW_INDEX:
                         continue  # built only on request: its absence is the exact mode
                     options = index.dialect_options["postgresql"]
@@ -244,5 +257,5 @@ async def drop_hnsw(database: Database) -> IndexState:
     with deployment_errors(engine):
         async with engine.connect() as conn:
             auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await auto.execute(text(f'DROP INDEX CONCURRENTLY IF EXISTS "{database.schema}".{HNSW_INDEX}'))
+            await auto.execute(in_schema(render(DROP_IF_EXISTS, index=HNSW_INDEX), database.schema))
     return await state(database)

@@ -411,8 +411,8 @@ async def _try_switch(run: _Run) -> bool:
     try:
         async with run.database.transaction() as conn:
             await conn.execute(text(q.SET_LOCK_TIMEOUT))
-            tables = ", ".join(f"{{schema}}.{table.name}" for table in run.tables)
-            await conn.execute(sql(conn, q.LOCK.replace("{tables}", tables)))
+            tables = ", ".join("{schema}." + table.name for table in run.tables)
+            await conn.execute(q.statement(conn, q.LOCK, tables=tables))
             if on_citus(conn):
                 await conn.execute(text(q.CITUS_TRIGGERS))
             if await _missing(conn, run):

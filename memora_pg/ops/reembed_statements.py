@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import TextClause
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.sql_text import parts_of, render
 from memora_pg.statements import sql
 
 # How long the switch waits for its table locks before it lets the application go on and tries again.
@@ -121,7 +122,7 @@ SELECT EXISTS (SELECT 1 FROM {schema}.{table} WHERE {scope} AND embedding IS NOT
 SET_LOCK_TIMEOUT = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"
 LOCK = "LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"
 
-DROP_INDEX = f"DROP INDEX IF EXISTS {{schema}}.{HNSW_INDEX}"
+DROP_INDEX = render("DROP INDEX IF EXISTS {schema}.{index}", index=HNSW_INDEX)
 DROP_OLD_COLUMN = "ALTER TABLE {schema}.{table} DROP COLUMN embedding"
 PROMOTE_SHADOW = "ALTER TABLE {schema}.{table} RENAME COLUMN embedding_next TO embedding"
 # The CHECK constraints on the old column (migration 0011's), which dropping it drops: each is made again on
@@ -158,19 +159,22 @@ WHERE org_id = :org_id AND embedding IS NOT NULL AND embedding_next IS NOT NULL
 """
 
 INDEX_VALID = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(:name)"
-DROP_INDEX_CONCURRENTLY = f"DROP INDEX CONCURRENTLY IF EXISTS {{schema}}.{HNSW_INDEX}"
+DROP_INDEX_CONCURRENTLY = render("DROP INDEX CONCURRENTLY IF EXISTS {schema}.{index}", index=HNSW_INDEX)
 
 RUN_LOCK = "SELECT pg_try_advisory_lock(hashtext(:key))"
 RUN_UNLOCK = "SELECT pg_advisory_unlock(hashtext(:key))"
 
 
 def statement(conn: AsyncConnection, template: str, table: VectorTable | None = None, **parts: object) -> TextClause:
-    """A statement template with its parts filled in; the parts may hold the table's own placeholders."""
+    """A statement template with its parts filled in: those given, and those of ``table`` it names. The
+    ``after`` condition (:func:`after_key`) may name the table's key."""
     if table is not None:
-        parts = {**parts, "table": table.name, "key": table.key, "text": table.text}
-    for name, value in parts.items():
-        template = template.replace("{" + name + "}", str(value))
-    return sql(conn, template)
+        own = {"table": table.name, "key": table.key, "text": table.text}
+        if "after" in parts:
+            after = str(parts["after"])
+            parts["after"] = render(after, **{name: own[name] for name in parts_of(after) & set(own)})
+        parts = {**parts, **{name: own[name] for name in parts_of(template) & set(own)}}
+    return sql(conn, render(template, **parts))
 
 
 def scope_of(org_id: str | None) -> str:

@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 from memora_pg.db import Database
 from memora_pg.errors import InvalidInputError, MemoraPGError, sqlstate_of
+from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
 # SQLSTATE 42704: undefined_object (no text-search configuration of that name).
@@ -90,7 +91,7 @@ async def switch(
         async with database.transaction() as conn:
             await conn.execute(text("SELECT CAST(:config AS regconfig)"), {"config": config})
             # The name is checked above (a plain identifier) and by the cast: it can be part of the DDL.
-            await conn.execute(sql(conn, REPLACE.format(schema="{schema}", config=config)))
+            await conn.execute(sql(conn, render(REPLACE, config=config)))
     except MemoraPGError as error:
         if sqlstate_of(error) == _UNDEFINED_OBJECT:
             raise InvalidInputError(f"The server has no text-search configuration {config!r}.") from error
@@ -98,10 +99,10 @@ async def switch(
     totals = {}
     async with database.transaction(read_only=True) as conn:
         for table in SOURCES:
-            totals[table] = int(await conn.scalar(sql(conn, TOTAL.format(schema="{schema}", table=table))) or 0)
+            totals[table] = int(await conn.scalar(sql(conn, render(TOTAL, table=table))) or 0)
     total, done = sum(totals.values()), 0
     for table, source in SOURCES.items():
-        statement = REWRITE.format(schema="{schema}", table=table, key=KEYS[table], source=source)
+        statement = render(REWRITE, table=table, key=KEYS[table], source=source)
         while True:
             async with database.transaction() as conn:
                 changed = (await conn.execute(sql(conn, statement), {"batch_size": batch_size})).rowcount

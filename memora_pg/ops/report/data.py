@@ -19,6 +19,8 @@ from sqlalchemy.engine import Row
 from memora_pg.db import Database, unit_of_work
 from memora_pg.errors import ConfigurationError, DatabaseError, InvalidInputError, sqlstate_of
 from memora_pg.graph import validate as check
+from memora_pg.schema import TENANT_TABLES
+from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
 BUSIEST_USERS = 10
@@ -124,16 +126,8 @@ class Report:
 
 # -- the statements ---------------------------------------------------------------------------------
 
-COUNTS = (
-    "organizations",
-    "users",
-    "agents",
-    "interactions",
-    "messages",
-    "memories",
-    "current_memories",
-    "orphaned_memories",
-)
+# The tenant tables counted (TENANT_TABLES' order), then the reporting views' two kinds of memory.
+COUNTS = (*TENANT_TABLES[: TENANT_TABLES.index("memories") + 1], "current_memories", "orphaned_memories")
 
 TOTALS = """
 SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organizations,
@@ -291,7 +285,7 @@ def timeline_of(days: Sequence[TimelinePeriod]) -> Timeline:
 
 
 def _in_org(template: str, org_id: str | None) -> str:
-    return template.replace("{where_org}", "WHERE org_id = :org_id" if org_id is not None else "")
+    return render(template, where_org="WHERE org_id = :org_id" if org_id is not None else "")
 
 
 def _rate(part: int, whole: int) -> float:

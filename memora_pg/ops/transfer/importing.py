@@ -45,7 +45,8 @@ from memora_pg.ops.transfer.records import (
     schema_state,
     staged,
 )
-from memora_pg.statements import sql
+from memora_pg.sql_text import quoted, render
+from memora_pg.statements import in_schema, sql
 
 __all__ = ["import_"]
 
@@ -305,7 +306,7 @@ async def _set_aside_vector_indexes(conn: AsyncConnection, schema: str) -> list[
         return []
     indexes = (await conn.execute(text(VECTOR_INDEXES), {"schema": schema})).all()
     for index in indexes:
-        await conn.execute(text(f'DROP INDEX "{schema}"."{index.name}"'))
+        await conn.execute(in_schema(render("DROP INDEX {schema}.{index}", index=quoted(str(index.name))), schema))
     return [index.definition for index in indexes]
 
 

@@ -1,0 +1,109 @@
+"""The changes a mem0-style call makes to existing memories, each with the history event mem0 keeps for it.
+
+A memory rewritten gets an UPDATE event, a memory deleted a DELETE event, each carrying the
+``actor_id`` and ``role`` of the memory's metadata (mem0 keeps them on every event). The functions
+take the caller's transaction and return the events; the caller records them with the rest of its
+work, in one statement (``history.record``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg.graph import audit, history, memories
+from memora_pg.mem0.shapes import expires_at_of
+
+
+def session_of(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The actor_id and role a history event of the memory carries."""
+    metadata = metadata or {}
+    actor, role = metadata.get("actor_id"), metadata.get("role")
+    return (actor if isinstance(actor, str) else None, role if isinstance(role, str) else None)
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    previous: str
+    user_id: str
+    event: history.Event
+
+    def result(self) -> dict[str, Any]:
+        """mem0's result entry of the rewrite."""
+        return {
+            "id": str(self.event.memory_id),
+            "memory": self.event.new_memory,
+            "event": "UPDATE",
+            "previous_memory": self.previous,
+        }
+
+
+async def rewrite(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    memory_id: uuid.UUID,
+    text: str,
+    embedding: Sequence[float],
+    metadata: dict[str, Any],
+) -> Rewritten | None:
+    """The memory's new text, vector and metadata (its expiry read from the metadata); None when it is gone."""
+    changed = await memories.rewrite(
+        conn,
+        org_id=org_id,
+        memory_id=memory_id,
+        text=text,
+        embedding=embedding,
+        metadata=metadata,
+        expires_at=expires_at_of(metadata),
+    )
+    if changed is None:
+        return None
+    previous, user_id = changed
+    event = history.Event(memory_id, user_id, "UPDATE", previous, text, *session_of(metadata))
+    return Rewritten(previous, user_id, event)
+
+
+@dataclass(frozen=True)
+class Deleted:
+    memory_id: uuid.UUID
+    user_id: str
+    text: str
+
+    def result(self) -> dict[str, Any]:
+        """mem0's result entry of the deletion."""
+        return {"id": str(self.memory_id), "memory": self.text, "event": "DELETE"}
+
+
+async def delete(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    memory_ids: Sequence[uuid.UUID],
+    metadata: Mapping[uuid.UUID, Mapping[str, Any] | None],
+) -> tuple[list[Deleted], list[history.Event]]:
+    """The memories deleted (those that existed) and their DELETE events; ``metadata`` gives each one's."""
+    gone = await memories.delete_by_ids(conn, org_id=org_id, memory_ids=list(memory_ids))
+    deleted = [Deleted(memory_id, user_id, text) for memory_id, user_id, text in gone]
+    events = [
+        history.Event(d.memory_id, d.user_id, "DELETE", d.text, None, *session_of(metadata.get(d.memory_id)))
+        for d in deleted
+    ]
+    return deleted, events
+
+
+def audit_entry(
+    enabled: bool, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
+) -> audit.Entry | None:
+    """The audit row of a public call (None when auditing is off); ``user_id`` only when the call
+    wrote that user's row for sure."""
+    return audit.entry(
+        enabled,
+        f"mem0.{method}",
+        user_id=(user_id or None) if results else None,
+        ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
+    )
