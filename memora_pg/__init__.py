@@ -7,13 +7,16 @@ from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB, MemorySearchScope
 from memora_pg.errors import (
     AlreadyExistsError,
+    CommitOutcomeUnknownError,
     ConfigurationError,
+    ConnectionLostError,
     DatabaseError,
     EmbeddingError,
     InvalidInputError,
     LLMError,
     MemoraPGError,
     NotFoundError,
+    TransientDatabaseError,
 )
 from memora_pg.mem0 import AsyncMemory, Memory, MemoryConfig
 from memora_pg.models import (
@@ -37,7 +40,9 @@ __all__ = [
     "AsyncMemory",
     "BaseGraphDB",
     "BaseVectorDB",
+    "CommitOutcomeUnknownError",
     "ConfigurationError",
+    "ConnectionLostError",
     "ContraryMemoryToStore",
     "DatabaseError",
     "EmbeddingError",
@@ -58,5 +63,6 @@ __all__ = [
     "PostgresGraphDB",
     "PostgresMemory",
     "Settings",
+    "TransientDatabaseError",
     "User",
 ]

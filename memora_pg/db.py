@@ -30,10 +30,13 @@ from memora_pg import driver, vector_params
 from memora_pg.config import Settings
 from memora_pg.engine import asyncpg_url, create_engine, create_engine_from_settings, scoped
 from memora_pg.errors import (
+    CommitOutcomeUnknownError,
     ConfigurationError,
+    ConnectionLostError,
     DatabaseError,
     TransientDatabaseError,
     database_errors,
+    sent,
     sqlstate_of,
 )
 from memora_pg.statements import ON_CITUS, Statement, run, sql
@@ -54,11 +57,26 @@ _FIRST_USE: ContextVar[bool] = ContextVar("memora_pg_first_use", default=False)
 
 
 @asynccontextmanager
-async def unit_of_work(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    """One transaction: committed at the end of the block, rolled back if it raises."""
-    with deployment_errors(engine):
-        async with engine.begin() as conn:
-            yield conn
+async def unit_of_work(engine: AsyncEngine, *, read_only: bool = False) -> AsyncIterator[AsyncConnection]:
+    """One transaction: committed at the end of the block, rolled back if it raises.
+
+    A connection lost before the commit is ``ConnectionLostError`` (the server rolled the transaction
+    back: nothing was written); lost during the commit of a transaction that wrote, it is
+    ``CommitOutcomeUnknownError``.
+    """
+    committing = False
+    try:
+        with deployment_errors(engine):
+            async with engine.begin() as conn:
+                yield conn
+                committing = True
+    except ConnectionLostError as error:
+        if committing and not read_only:
+            raise CommitOutcomeUnknownError(
+                f"The connection failed while the transaction was committing; it is wholly saved or wholly absent: "
+                f"{error}"
+            ) from error
+        raise
 
 
 @contextmanager
@@ -208,7 +226,7 @@ class Database:
         """
         await self._first_use()
         engine = await (self.read_engine() if read_only else self.engine())
-        async with unit_of_work(engine) as conn:
+        async with unit_of_work(engine, read_only=read_only) as conn:
             await with_vector_codec(conn)
             citus = await self._on_citus(conn)
             if self.settings.row_level_security:
@@ -249,6 +267,9 @@ class Database:
         if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
             return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
 
+        # A write whose connection fails once it is sent may have committed (autocommit): see errors.sent.
+        ids = {name: statement.params[name] for name in _CREATED_IDS if statement.params.get(name)}
+
         async def attempt() -> Sequence[Row[Any]]:
             engine = await (self.read_engine() if read_only else self.engine())
             with deployment_errors(engine):
@@ -256,12 +277,15 @@ class Database:
                     driver.prepared(statement, self.schema, engine.dialect) if self.settings.direct_statements else None
                 )
                 if direct is not None and direct.usable:
-                    return await driver.fetch(engine, direct, statement.params)
+                    return await driver.fetch(
+                        engine, direct, statement.params, sending=sent(writes=not read_only, ids=ids)
+                    )
                 async with engine.connect() as conn:
                     await with_vector_codec(conn)
                     await conn.execution_options(isolation_level="AUTOCOMMIT")
-                    # A statement's first run here tells the driver path its columns' types.
-                    return await run(conn, statement, described=direct.check_columns if direct else None)
+                    with sent(writes=not read_only, ids=ids):
+                        # A statement's first run here tells the driver path its columns' types.
+                        return await run(conn, statement, described=direct.check_columns if direct else None)
 
         return await _again_after_lost_races(attempt)
 
@@ -411,6 +435,9 @@ async def _again_after_lost_races(attempt: Callable[[], Awaitable[T]]) -> T:
             await asyncio.sleep(random.uniform(0.01, 0.05) * (attempt_no + 1))  # noqa: S311 - jitter, not secrets
     raise AssertionError("unreachable")
 
+
+# The parameters of a write statement that name what it creates, given to CommitOutcomeUnknownError.ids.
+_CREATED_IDS = ("interaction_id", "memory_ids")
 
 TENANT = text("SELECT set_config('memora.org_id', :org_id, true)")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -33,6 +34,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from memora_pg import vector_params
+from memora_pg.errors import CommitOutcomeUnknownError, ConnectionLostError, MemoraPGError
 from memora_pg.statements import Statement, in_schema
 
 # The mark, in a pooled connection's ``info``, that pgvector's codec is registered on it (here, or
@@ -193,8 +195,14 @@ def _announce(engine: AsyncEngine, sql: str, arguments: Sequence[Any]) -> None:
         sync_engine.logger.info("[memora_pg.driver] %r", tuple(arguments))
 
 
-async def fetch(engine: AsyncEngine, query: Prepared, params: Mapping[str, Any]) -> Sequence[Row]:
-    """Run ``query`` with ``params`` on a connection of ``engine``'s pool, outside a transaction block."""
+async def fetch(
+    engine: AsyncEngine, query: Prepared, params: Mapping[str, Any], *, sending: AbstractContextManager[Any]
+) -> Sequence[Row]:
+    """Run ``query`` with ``params`` on a connection of ``engine``'s pool, outside a transaction block.
+
+    ``sending`` wraps the statement once it is sent (``errors.sent``): a connection that fails then may
+    have committed it, unlike one that fails to connect.
+    """
     arguments = query.arguments(params)
     _announce(engine, query.sql, arguments)
     pooled = await engine.raw_connection()
@@ -202,14 +210,23 @@ async def fetch(engine: AsyncEngine, query: Prepared, params: Mapping[str, Any])
         connection: Any = pooled.driver_connection  # a checked-out connection always has one
         if not pooled.info.get(VECTOR_CODEC) and await vector_params.register(connection):
             pooled.info[VECTOR_CODEC] = True
-        rows: list[Row] = await connection.fetch(query.sql, *arguments, record_class=Row)
-    except asyncpg.PostgresError:
-        # The server refused the statement; the connection is as good as before.
-        await greenlet_spawn(pooled.close)
-        raise
-    except BaseException:
-        # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
-        await greenlet_spawn(pooled.invalidate)
+        with sending:
+            rows: list[Row] = await connection.fetch(query.sql, *arguments, record_class=Row)
+    except BaseException as error:
+        if _refused(error):
+            # The server refused the statement; the connection is as good as before.
+            await greenlet_spawn(pooled.close)
+        else:
+            # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
+            await greenlet_spawn(pooled.invalidate)
         raise
     await greenlet_spawn(pooled.close)
     return rows
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether the server answered the statement with an error (the connection is fine), rather than the
+    connection failing or the call being interrupted."""
+    if isinstance(error, MemoraPGError):
+        return not isinstance(error, ConnectionLostError | CommitOutcomeUnknownError)
+    return isinstance(error, asyncpg.PostgresError) and not isinstance(error, asyncpg.PostgresConnectionError)

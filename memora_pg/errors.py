@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 
 
 class MemoraPGError(Exception):
@@ -69,8 +70,28 @@ class DatabaseError(MemoraPGError):
 
 
 class TransientDatabaseError(DatabaseError):
-    """The transaction lost a race (a deadlock or a serialization failure) and was rolled back;
-    running it again may succeed. memora_pg's graph writes retry it themselves."""
+    """Nothing was written, and running the call again may succeed: the transaction lost a race (a
+    deadlock or a serialization failure) and was rolled back, or the connection failed before anything
+    was committed (:class:`ConnectionLostError`). memora_pg retries it itself a few times first."""
+
+
+class ConnectionLostError(TransientDatabaseError):
+    """The server refused the connection or went away (restarting, shutting down, the backend killed,
+    the network) before the call committed anything; a later call reconnects by itself."""
+
+
+class CommitOutcomeUnknownError(DatabaseError):
+    """The connection went away while a write was being committed: the write is either wholly saved or
+    wholly absent, and nobody can tell which from the failure alone.
+
+    ``ids`` holds the ids the write gives what it creates (``interaction_id``, ``memory_ids``) when
+    the call knows them before it runs: look them up (``get_interaction``, ``get``) to learn which it
+    was. Running the call again blindly may store the write twice. memora_pg never retries it.
+    """
+
+    def __init__(self, message: str, ids: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.ids: dict[str, object] = ids or {}
 
 
 # SQLSTATE classes and codes, see https://www.postgresql.org/docs/current/errcodes-appendix.html
@@ -80,6 +101,9 @@ _FOREIGN_KEY_VIOLATION = "23503"
 _INVALID_INPUT_CLASSES = ("22",)
 # serialization_failure, deadlock_detected
 _RETRYABLE = ("40001", "40P01")
+# connection_exception (class 08), admin_shutdown (a backend terminated, a fast shutdown), crash_shutdown,
+# cannot_connect_now (the server is starting or stopping)
+_CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
 # undefined_table, undefined_function: a schema not migrated, or not migrated to this version
 _MISSING_OBJECT = ("42P01", "42883")
 MIGRATE_HINT = (
@@ -90,9 +114,10 @@ MIGRATE_HINT = (
 
 
 def _driver_errors(error: BaseException) -> tuple[object, ...]:
-    """The driver's exception behind ``error`` (SQLAlchemy wraps asyncpg's, which may wrap another)."""
-    orig = getattr(error, "orig", error)
-    return (orig, getattr(orig, "__cause__", None))
+    """The driver's exception behind ``error`` (SQLAlchemy wraps asyncpg's, which may wrap another), then
+    ``error`` itself."""
+    orig = getattr(error, "orig", None) or error
+    return (orig, getattr(orig, "__cause__", None), error)
 
 
 def sqlstate_of(error: BaseException) -> str | None:
@@ -114,7 +139,7 @@ def _constraint_name(error: BaseException) -> str | None:
     return None
 
 
-def translate(error: sa_exc.DBAPIError | asyncpg.PostgresError) -> MemoraPGError:
+def translate(error: BaseException) -> MemoraPGError:
     """Map a driver error (wrapped by SQLAlchemy, or asyncpg's own from ``memora_pg.driver``) to the
     package's family, by SQLSTATE and never by message text."""
     code = sqlstate_of(error)
@@ -127,6 +152,10 @@ def translate(error: sa_exc.DBAPIError | asyncpg.PostgresError) -> MemoraPGError
         translated = InvalidInputError(f"The database refused a value (SQLSTATE {code}).")
     elif code in _RETRYABLE:
         translated = TransientDatabaseError(f"The transaction lost a race and was rolled back (SQLSTATE {code}).")
+    elif code is not None and code.startswith(_CONNECTION_LOST):
+        translated = ConnectionLostError(
+            f"The connection to the database failed (SQLSTATE {code}): {getattr(error, 'orig', error)!r}."
+        )
     else:
         hint = f" {MIGRATE_HINT}" if code in _MISSING_OBJECT else ""
         translated = DatabaseError(
@@ -137,6 +166,14 @@ def translate(error: sa_exc.DBAPIError | asyncpg.PostgresError) -> MemoraPGError
     return translated
 
 
+# The errors SQLAlchemy's asyncpg adapter raises where it hands out a connection of its pool without its
+# own wrapping (a connect that fails, e.g. "the database system is shutting down"); they carry the SQLSTATE.
+_ADAPTED_ERRORS = (AsyncAdapt_asyncpg_dbapi.Error,)
+# Failures of the connection itself, which carry no SQLSTATE: a closed connection, a refused or reset
+# socket, a connect that timed out.
+_LOST_CONNECTION = (asyncpg.InterfaceError, OSError, ConnectionError, TimeoutError)
+
+
 @contextmanager
 def database_errors() -> Iterator[None]:
     """Translate driver errors raised inside the block into the package's family."""
@@ -144,7 +181,35 @@ def database_errors() -> Iterator[None]:
         yield
     except MemoraPGError:
         raise
-    except (sa_exc.DBAPIError, asyncpg.PostgresError) as error:
+    except (sa_exc.DBAPIError, asyncpg.PostgresError, *_ADAPTED_ERRORS) as error:
+        if sqlstate_of(error) is None and _lost_connection(error):
+            raise ConnectionLostError(f"The connection to the database failed: {error!r}") from error
         raise translate(error) from error
-    except (sa_exc.SQLAlchemyError, asyncpg.InterfaceError, OSError, ConnectionError) as error:
+    except _LOST_CONNECTION as error:
+        raise ConnectionLostError(f"The connection to the database failed: {error!r}") from error
+    except (sa_exc.SQLAlchemyError, asyncpg.exceptions.InternalClientError) as error:
         raise DatabaseError(f"The database call failed: {error!r}") from error
+
+
+def _lost_connection(error: BaseException) -> bool:
+    """Whether a driver error without SQLSTATE is the connection's own failure (SQLAlchemy's wrapping says
+    so, or the error behind it is one)."""
+    if isinstance(error, sa_exc.DBAPIError) and error.connection_invalidated:
+        return True
+    return any(isinstance(cause, _LOST_CONNECTION) for cause in (*_driver_errors(error), error.__cause__))
+
+
+@contextmanager
+def sent(*, writes: bool, ids: dict[str, object] | None = None) -> Iterator[None]:
+    """Around a statement that commits as it runs (autocommit): a write whose connection fails once it
+    is sent may have been committed, which is :class:`CommitOutcomeUnknownError` (with ``ids``)."""
+    try:
+        with database_errors():
+            yield
+    except ConnectionLostError as error:
+        if writes:
+            raise CommitOutcomeUnknownError(
+                f"The connection failed while the write was committing; it is wholly saved or wholly absent: {error}",
+                ids,
+            ) from error
+        raise

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import DatabaseError, EmbeddingError, PostgresGraphDB, Settings
+from memora_pg import CommitOutcomeUnknownError, DatabaseError, EmbeddingError, PostgresGraphDB, Settings
 from memora_pg.contract import BaseVectorDB
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.migrations import MigrationOptions, upgrade
@@ -153,8 +153,14 @@ async def _kill_when_busy(engine: AsyncEngine, marker: str) -> int:
 
 
 @pytest.mark.parametrize("operation", ["save", "update"])
-async def test_backend_terminated_mid_transaction_leaves_nothing(isolated: AsyncEngine, operation: str) -> None:
-    """pg_terminate_backend while the memories insert runs: nothing of the call exists, the next call works."""
+async def test_backend_terminated_mid_write_leaves_it_whole_or_absent(isolated: AsyncEngine, operation: str) -> None:
+    """pg_terminate_backend while the memories insert runs.
+
+    The save is one autocommit statement: its caller cannot tell whether it committed before the connection
+    died, which is CommitOutcomeUnknownError (here it had not: nothing of it exists). The update is a
+    transaction, which the server rolled back when its backend died: memora_pg runs it again, once, and it
+    is there whole. Either way the next call works on the same object.
+    """
     url = isolated.url.render_as_string(hide_password=False)
     graph = PostgresGraphDB(url, settings=Settings(database_url=url, db_schema="memora"), embedder=HashEmbedder())
     w, interaction_id, memory_id = await _seeded(graph)
@@ -167,9 +173,18 @@ async def test_backend_terminated_mid_transaction_leaves_nothing(isolated: Async
         call = graph.update_interaction_and_memories(w.org_id, w.agent_id, w.user_id, interaction_id, body)
     task = asyncio.ensure_future(call)
     assert await _kill_when_busy(isolated, "memories") == 1
-    with pytest.raises(DatabaseError):
+    if operation == "save":
+        with pytest.raises(CommitOutcomeUnknownError) as caught:
+            await task
+        assert await _counts(isolated) == before
+        memory_ids = caught.value.ids["memory_ids"]  # what to look up to learn the outcome
+        assert isinstance(memory_ids, list)
+        assert len(memory_ids) == 2
+    else:
         await task
-    assert await _counts(isolated) == before
+        after = await _counts(isolated)
+        assert after["memories"] == before["memories"] + 2
+        assert after["memory_updates"] == before["memory_updates"] + 1
     # The pool drops the dead connection: the same object works on the next call.
     assert (await graph.get_user(w.org_id, w.user_id)).user_id == w.user_id
     await graph.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -21,8 +22,10 @@ from memora_pg import (
     InvalidInputError,
     MemoraPGError,
     MemoriesAndInteraction,
+    MemorySearchScope,
     MemoryToStore,
     NotFoundError,
+    PgVectorDB,
     PostgresGraphDB,
     Settings,
 )
@@ -211,3 +214,86 @@ def test_any_filter_compiles_and_runs_or_is_refused(database_url: str) -> None:
         loop.run_until_complete(memory.reset())
         loop.run_until_complete(memory.close())
         loop.close()
+
+
+moments = st.one_of(
+    st.none(),
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    st.datetimes(timezones=st.just(timezone.utc)),
+    st.integers(),
+    texts,
+)
+clocks = st.one_of(st.sampled_from(["valid", "system"]), texts)
+
+
+def test_updates_are_stored_exactly_or_change_nothing(run: Any) -> None:
+    """Any new messages and memories for an existing interaction: they read back exactly (the messages are the
+    new list, the new memories are added with their sources), or InvalidInputError and the interaction is as it
+    was."""
+    loop, graph, w = run
+    seed = MemoriesAndInteraction(interaction=[{"role": "user", "content": "seed"}])
+    interaction_id, _ = loop(graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, seed))
+
+    @PROPERTY
+    @given(
+        contents=st.lists(texts, max_size=5),
+        memories=st.lists(st.tuples(texts, st.lists(st.integers(-3, 6), max_size=3)), max_size=3),
+    )
+    def check(contents: list[str], memories: list[tuple[str, list[int]]]) -> None:
+        before = loop(graph.get_interaction(w.org_id, w.user_id, interaction_id))
+        body = MemoriesAndInteraction(
+            interaction=[{"role": "user", "content": c} for c in contents],
+            memories=[MemoryToStore(memory=m, source_msg_block_pos=p) for m, p in memories],
+        )
+        result = _typed(
+            lambda: loop(graph.update_interaction_and_memories(w.org_id, w.agent_id, w.user_id, interaction_id, body))
+        )
+        after = loop(graph.get_interaction(w.org_id, w.user_id, interaction_id))
+        if isinstance(result, MemoraPGError):
+            assert isinstance(result, InvalidInputError), result
+            assert after == before
+            return
+        assert [m.content for m in after.messages or []] == contents
+        old = {m.memory_id for m in before.memories or []}
+        added = [m for m in after.memories or [] if m.memory_id not in old]
+        assert [m.memory for m in added] == [m for m, _ in memories]
+        for memory, (_, positions) in zip(added, memories, strict=True):
+            assert [s.msg_position for s in memory.message_sources or []] == sorted(set(positions))
+
+    check()
+
+
+def test_searches_and_reads_through_time_take_any_query_and_moment(run: Any) -> None:
+    """Any query text, as-of value and clock: search, listing, resolved fetch and history answer, or refuse
+    with InvalidInputError (a value that is not a datetime, a clock that is not one) and never a driver error."""
+    loop, graph, w = run
+    body = MemoriesAndInteraction(
+        interaction=[{"role": "user", "content": "I live in Paris"}],
+        memories=[MemoryToStore(memory="lives in Paris", source_msg_block_pos=[0])],
+    )
+    loop(graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, body))
+    (memory,) = loop(graph.get_all_user_memories(w.org_id, w.user_id))
+    vector = graph.get_associated_vector_db()
+    assert isinstance(vector, PgVectorDB)
+    ref = [{"org_id": w.org_id, "user_id": w.user_id, "memory_id": memory.memory_id}]
+
+    @PROPERTY
+    @given(query=texts, at=moments, clock=clocks, which=st.integers(0, 3))
+    def check(query: str, at: Any, clock: Any, which: int) -> None:
+        calls: list[Callable[[], Coroutine[Any, Any, Any]]] = [
+            lambda: vector.search_memory(
+                query, MemorySearchScope.USER, w.org_id, w.user_id, as_of=at, as_of_clock=clock
+            ),
+            lambda: graph.get_all_user_memories(w.org_id, w.user_id, as_of=at, as_of_clock=clock),
+            lambda: graph.fetch_user_memories_resolved(ref, as_of=at, as_of_clock=clock),
+            lambda: graph.get_user_memory_history(w.org_id, w.user_id, memory.memory_id, as_of=at, as_of_clock=clock),
+        ]
+        result = _typed(lambda: loop(calls[which]()))
+        if isinstance(result, MemoraPGError):
+            assert isinstance(result, InvalidInputError), result
+            sensible_time = at is None or isinstance(at, datetime)
+            assert not (sensible_time and clock in ("valid", "system") and (which != 0 or query.strip("\x00"))), result
+        else:
+            assert isinstance(result, list)
+
+    check()

