@@ -69,7 +69,7 @@ SETTLE_SECONDS = 5.0
 # -- the ledger ----------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     client: int
     kind: str
@@ -400,15 +400,79 @@ FIRST = time.monotonic()
 # -- the checks --------------------------------------------------------------------------------------------
 
 
-async def check(server: Server, ledger: Ledger, states: list[ClientState], org_id: str) -> list[str]:
+@dataclass
+class Footprint:
+    """What the tables hold, read once at the end: rows by the token of the call that wrote them."""
+
+    messages: Counter[str]  # token -> messages
+    memories: dict[str, tuple[int, int, int, int]]  # token -> (memories, with a vector, with sources, linked)
+    autogen: Counter[str]
+    interaction_tokens: dict[str, Counter[str]]  # interaction id -> tokens of its messages
+    memory_ids: set[uuid.UUID]
+    interactions_by_user: Counter[str]
+    erased_rows: Counter[str]  # erased user -> rows anywhere that still name them
+
+
+FOOTPRINT_MEMORIES = f"""
+SELECT split_part(m.memory, ' ', 1) AS token, count(*) AS memories,
+       count(*) FILTER (WHERE m.embedding IS NOT NULL) AS vectors,
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "{SCHEMA}".memory_sources AS s
+                                      WHERE s.org_id = m.org_id AND s.memory_id = m.memory_id)) AS sourced,
+       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "{SCHEMA}".memory_updates AS u
+                                      WHERE u.org_id = m.org_id AND u.new_memory_id = m.memory_id)) AS links
+FROM "{SCHEMA}".memories AS m
+WHERE m.memory LIKE 'tok%'
+GROUP BY 1
+"""
+ERASED_ROWS = f"""
+SELECT erased.user_id,
+       (SELECT count(*) FROM "{SCHEMA}".users WHERE user_id = erased.user_id)
+     + (SELECT count(*) FROM "{SCHEMA}".interactions WHERE user_id = erased.user_id)
+     + (SELECT count(*) FROM "{SCHEMA}".memories WHERE user_id = erased.user_id)
+     + (SELECT count(*) FROM "{SCHEMA}".memory_history WHERE user_id = erased.user_id)
+     + (SELECT count(*) FROM "{SCHEMA}".autogen_contents WHERE user_id = erased.user_id)
+     + (SELECT count(*) FROM "{SCHEMA}".audit_log WHERE user_id = erased.user_id) AS rows
+FROM unnest(CAST($1 AS text[])) AS erased(user_id)
+"""
+
+
+async def footprint(conn: asyncpg.Connection, erased: list[str]) -> Footprint:
+    messages: Counter[str] = Counter()
+    interaction_tokens: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in await conn.fetch(
+        f"""SELECT interaction_id, split_part(content, ' ', 1) AS token FROM "{SCHEMA}".messages"""
+    ):
+        messages[row["token"]] += 1
+        interaction_tokens[row["interaction_id"]][row["token"]] += 1
+    memories = {
+        r["token"]: (r["memories"], r["vectors"], r["sourced"], r["links"])
+        for r in await conn.fetch(FOOTPRINT_MEMORIES)
+    }
+    autogen = Counter(
+        r["token"]
+        for r in await conn.fetch(
+            f"""SELECT split_part(content_text, ' ', 1) AS token FROM "{SCHEMA}".autogen_contents"""
+        )
+    )
+    memory_ids = {r["memory_id"] for r in await conn.fetch(f'SELECT memory_id FROM "{SCHEMA}".memories')}
+    by_user = Counter(
+        {
+            r["user_id"]: r["n"]
+            for r in await conn.fetch(f'SELECT user_id, count(*) AS n FROM "{SCHEMA}".interactions GROUP BY 1')
+        }
+    )
+    erased_rows = Counter({r["user_id"]: r["rows"] for r in await conn.fetch(ERASED_ROWS, erased) if r["rows"]})
+    return Footprint(messages, memories, autogen, interaction_tokens, memory_ids, by_user, erased_rows)
+
+
+async def check(server: Server, ledger: Ledger, states: list[ClientState]) -> list[str]:
     """Every broken promise, as a line; none when the database agrees with the ledger."""
-    conn = await _admin(server)
-    problems: list[str] = []
-    # What later calls may have changed: interactions updated (their messages replaced) and mem0 memories
-    # deleted or rewritten, by acknowledged calls or calls of unknown outcome.
+    # What later calls may have changed: interactions updated (their messages replaced), memories deleted
+    # and mem0 memories deleted or rewritten, by acknowledged calls or calls of unknown outcome.
     updates: dict[str, list[Entry]] = defaultdict(list)
     touched_mem0: set[str] = set()
     deleted: set[str] = set()
+    erased: list[str] = []
     for entry in ledger.entries:
         if entry.outcome in ("ack", "unknown"):
             if entry.kind == "memora delete":
@@ -417,68 +481,50 @@ async def check(server: Server, ledger: Ledger, states: list[ClientState], org_i
                 updates[entry.facts["interaction_id"]].append(entry)
             elif entry.kind in ("mem0 delete", "mem0 update"):
                 touched_mem0.add(entry.facts["mem0_id"])
+        if entry.outcome == "ack" and entry.kind == "memora erase user":
+            erased.append(entry.facts["erased"])
+    conn = await _admin(server)
     try:
-        for entry in ledger.entries:
-            if entry.outcome == "refused" and "token" in entry.facts:
-                if await _written(conn, entry.facts["token"]):
-                    problems.append(f"refused {entry.kind} {entry.facts['token']} left rows behind")
-                continue
-            if entry.outcome not in ("ack", "unknown"):
-                continue
-            if entry.kind == "memora save":
-                problems += await _check_save(conn, org_id, entry, updates, deleted)
-            elif entry.kind == "memora update":
-                found = await _token_rows(conn, org_id, entry.facts["token"])
-                if entry.outcome == "ack" and found[1] != 3:
-                    problems.append(f"acknowledged update {entry.facts['token']} added {found[1]} of 3 memories")
-                if entry.outcome == "unknown" and found[1] not in (0, 3):
-                    problems.append(f"update of unknown outcome {entry.facts['token']} is partial: {found}")
-            elif entry.kind == "memora delete" and entry.outcome == "ack":
-                memory_id = uuid.UUID(entry.facts["memory_id"])
-                if await conn.fetchval(
-                    f'SELECT count(*) FROM "{SCHEMA}".memories WHERE org_id = $1 AND memory_id = $2', org_id, memory_id
-                ):
-                    problems.append(f"deleted memory {memory_id} is still there")
-            elif entry.kind == "memora erase user" and entry.outcome == "ack":
-                problems += await _check_erased(conn, org_id, entry.facts["erased"])
-            elif entry.kind == "mem0 add" and entry.outcome == "ack":
-                kept = [uuid.UUID(i) for i in entry.facts["ids"] if i not in touched_mem0]
-                found = await conn.fetchval(
-                    f'SELECT count(*) FROM "{SCHEMA}".memories WHERE memory_id = ANY($1) AND memory LIKE $2',
-                    kept,
-                    entry.facts["token"] + "%",
-                )
-                if found != len(kept):
-                    problems.append(f"acknowledged mem0 add {entry.facts['token']} is missing")
-            elif entry.kind == "autogen add" and entry.outcome == "ack":
-                if not await conn.fetchval(
-                    f'SELECT count(*) FROM "{SCHEMA}".autogen_contents WHERE content_text LIKE $1',
-                    entry.facts["token"] + "%",
-                ):
-                    problems.append(f"acknowledged autogen add {entry.facts['token']} is missing")
-            elif entry.kind == "mem0 delete" and entry.outcome == "ack":
-                memory_id = uuid.UUID(entry.facts["mem0_id"])
-                if await conn.fetchval(f'SELECT count(*) FROM "{SCHEMA}".memories WHERE memory_id = $1', memory_id):
-                    problems.append(f"deleted mem0 memory {memory_id} is still there")
+        found = await footprint(conn, erased)
         cycles = await conn.fetchval(CYCLES)
-        if cycles:
-            problems.append(f"{cycles} version chains have a cycle")
-        problems += await _check_counts(conn, ledger, states, org_id)
     finally:
         await conn.close()
-    return problems
+    problems = [f"{cycles} version chains have a cycle"] if cycles else []
+    problems += [f"erased user {user} still has {n} rows" for user, n in found.erased_rows.items()]
+    for entry in ledger.entries:
+        tok = entry.facts.get("token") if entry.facts else None
+        if entry.outcome == "refused" and tok and _written(found, tok):
+            problems.append(f"refused {entry.kind} {tok} left rows behind")
+        elif entry.outcome not in ("ack", "unknown"):
+            continue
+        elif entry.kind == "memora save":
+            problems += _check_save(found, entry, updates, deleted)
+        elif entry.kind == "memora update":
+            added = found.memories.get(entry.facts["token"], (0, 0, 0, 0))[0]
+            if entry.outcome == "ack" and added != 3:
+                problems.append(f"acknowledged update {entry.facts['token']} added {added} of 3 memories")
+            if entry.outcome == "unknown" and added not in (0, 3):
+                problems.append(f"update of unknown outcome {entry.facts['token']} is partial: {added} of 3")
+        elif entry.kind == "memora delete" and entry.outcome == "ack" and _there(found, entry.facts["memory_id"]):
+            problems.append(f"deleted memory {entry.facts['memory_id']} is still there")
+        elif entry.kind == "mem0 add" and entry.outcome == "ack":
+            kept = [i for i in entry.facts["ids"] if i not in touched_mem0]
+            if not all(_there(found, i) for i in kept):
+                problems.append(f"acknowledged mem0 add {tok} is missing")
+        elif entry.kind == "autogen add" and entry.outcome == "ack" and not found.autogen[str(tok)]:
+            problems.append(f"acknowledged autogen add {tok} is missing")
+        elif entry.kind == "mem0 delete" and entry.outcome == "ack" and _there(found, entry.facts["mem0_id"]):
+            problems.append(f"deleted mem0 memory {entry.facts['mem0_id']} is still there")
+    return problems + _check_counts(found, ledger, states)
 
 
-async def _written(conn: asyncpg.Connection, tok: str) -> int:
-    """Rows of any table holding the token: what a call with it wrote."""
-    return int(
-        await conn.fetchval(
-            f"""SELECT (SELECT count(*) FROM "{SCHEMA}".messages WHERE content LIKE $1)
-                     + (SELECT count(*) FROM "{SCHEMA}".memories WHERE memory LIKE $1)
-                     + (SELECT count(*) FROM "{SCHEMA}".autogen_contents WHERE content_text LIKE $1)""",
-            tok + "%",
-        )
-    )
+def _there(found: Footprint, memory_id: str) -> bool:
+    return uuid.UUID(memory_id) in found.memory_ids
+
+
+def _written(found: Footprint, tok: str) -> bool:
+    """Whether any row holds the token: what a call with it wrote."""
+    return bool(found.messages[tok] or tok in found.memories or found.autogen[tok])
 
 
 CYCLES = f"""
@@ -494,98 +540,45 @@ SELECT count(DISTINCT start) FROM walk WHERE memory_id = start
 """
 
 
-async def _token_rows(conn: asyncpg.Connection, org_id: str, tok: str) -> tuple[int, int]:
-    messages = await conn.fetchval(
-        f'SELECT count(*) FROM "{SCHEMA}".messages WHERE org_id = $1 AND content LIKE $2', org_id, tok + "%"
-    )
-    memories = await conn.fetchval(
-        f'SELECT count(*) FROM "{SCHEMA}".memories WHERE org_id = $1 AND memory LIKE $2 AND memory NOT LIKE $3',
-        org_id,
-        tok + "%",
-        tok + " contrary",
-    )
-    return int(messages), int(memories)
-
-
-async def _check_save(
-    conn: asyncpg.Connection, org_id: str, entry: Entry, updates: dict[str, list[Entry]], deleted: set[str]
-) -> list[str]:
-    """An acknowledged save: its interaction, its memories (each with its vector, and its sources unless an
-    update replaced the interaction's messages) and its contrary link; messages with the token of its last
-    write. A save of unknown outcome: all of that by its token, or nothing."""
+def _check_save(found: Footprint, entry: Entry, updates: dict[str, list[Entry]], deleted: set[str]) -> list[str]:
+    """An acknowledged save: its interaction's two messages (with its token, or the token of an update of it),
+    its memories each with a vector (and sources, unless an update replaced the messages they came from),
+    its contrary link. A save of unknown outcome: all of that by its token, or nothing."""
     tok = entry.facts["token"]
-    row = await conn.fetchrow(SAVE_FOOTPRINT, org_id, tok + "%")
+    memories, vectors, sourced, links = found.memories.get(tok, (0, 0, 0, 0))
+    expected = entry.facts["memories"]
     # A contrary memory is linked to its target; when the target is deleted later, to the target's nearest
     # surviving predecessor, or to nothing when it had none.
     target = entry.facts["contrary_of"]
-    links = {0, 1} if target in deleted or row["memories"] < entry.facts["memories"] else {1 if target else 0}
-    memories_ok = row["vectors"] == row["memories"] <= entry.facts["memories"] and row["links"] in links
+    allowed = {0, 1} if target in deleted or memories < expected else {1 if target else 0}
+    memories_ok = vectors == memories <= expected and links in allowed
+    shown = f"messages {found.messages[tok]}, memories {memories}, vectors {vectors}, sourced {sourced}, links {links}"
     if entry.outcome == "unknown":
-        whole = row["messages"] == 2 and row["memories"] >= 1 and row["sourced"] == row["memories"] and memories_ok
-        absent = row["messages"] == 0 and row["memories"] == 0
-        return [] if whole or absent else [f"save {tok} of unknown outcome is partial: {dict(row)}"]
-    interaction_id = entry.facts["interaction_id"]
-    later = updates.get(interaction_id, [])
-    tokens = [tok] + [u.facts["token"] for u in later]
-    messages = await conn.fetch(
-        f'SELECT content FROM "{SCHEMA}".messages WHERE org_id = $1 AND interaction_id = $2', org_id, interaction_id
-    )
-    stored = {m["content"].split(" ", 1)[0] for m in messages}
+        whole = found.messages[tok] == 2 and memories >= 1 and sourced == memories and memories_ok
+        absent = found.messages[tok] == 0 and memories == 0
+        return [] if whole or absent else [f"save {tok} of unknown outcome is partial: {shown}"]
+    later = updates.get(entry.facts["interaction_id"], [])
+    tokens = found.interaction_tokens.get(entry.facts["interaction_id"], Counter())
     problems = []
-    if len(messages) != 2 or len(stored) != 1 or not stored <= set(tokens):
-        problems.append(f"acknowledged save {tok}: its interaction's messages are {sorted(stored)} ({len(messages)})")
-    if not memories_ok or (not later and row["sourced"] != row["memories"]):
-        problems.append(f"acknowledged save {tok} is not whole: {dict(row)}")
+    if sum(tokens.values()) != 2 or len(tokens) != 1 or not set(tokens) <= {tok, *(u.facts["token"] for u in later)}:
+        problems.append(f"acknowledged save {tok}: its interaction's messages are {dict(tokens)}")
+    if not memories_ok or (not later and sourced != memories):
+        problems.append(f"acknowledged save {tok} is not whole: {shown}")
     return problems
 
 
-# The rows a save with this token wrote: messages, memories, those with a vector and with sources, links.
-SAVE_FOOTPRINT = f"""
-SELECT (SELECT count(*) FROM "{SCHEMA}".messages WHERE org_id = $1 AND content LIKE $2) AS messages,
-       count(*) AS memories,
-       count(*) FILTER (WHERE m.embedding IS NOT NULL) AS vectors,
-       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "{SCHEMA}".memory_sources AS s
-                                      WHERE s.org_id = $1 AND s.memory_id = m.memory_id)) AS sourced,
-       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM "{SCHEMA}".memory_updates AS u
-                                      WHERE u.org_id = $1 AND u.new_memory_id = m.memory_id)) AS links
-FROM "{SCHEMA}".memories AS m
-WHERE m.org_id = $1 AND m.memory LIKE $2
-"""
-
-
-async def _check_erased(conn: asyncpg.Connection, org_id: str, user_id: str) -> list[str]:
-    tables = ("users", "interactions", "messages", "memories", "memory_history", "autogen_contents", "audit_log")
-    problems = []
-    for table in tables:
-        column = "user_id"
-        if table == "messages":
-            count = await conn.fetchval(
-                f'SELECT count(*) FROM "{SCHEMA}".messages AS g'
-                f' JOIN "{SCHEMA}".interactions AS i USING (org_id, interaction_id)'
-                " WHERE g.org_id = $1 AND i.user_id = $2",
-                org_id,
-                user_id,
-            )
-        else:
-            count = await conn.fetchval(
-                f'SELECT count(*) FROM "{SCHEMA}".{table} WHERE org_id = $1 AND {column} = $2', org_id, user_id
-            )
-        if count:
-            problems.append(f"erased user {user_id} still has {count} rows in {table}")
-    return problems
-
-
-async def _check_counts(conn: asyncpg.Connection, ledger: Ledger, states: list[ClientState], org_id: str) -> list[str]:
+def _check_counts(found: Footprint, ledger: Ledger, states: list[ClientState]) -> list[str]:
     """Each client's interactions: its acknowledged saves, plus those of unknown outcome that are there."""
+    acked: Counter[int] = Counter()
+    unknown: Counter[int] = Counter()
+    for e in ledger.entries:
+        if e.kind == "memora save":
+            (acked if e.outcome == "ack" else unknown if e.outcome == "unknown" else Counter())[e.client] += 1
     problems = []
     for n, state in enumerate(states):
-        stored = await conn.fetchval(
-            f'SELECT count(*) FROM "{SCHEMA}".interactions WHERE org_id = $1 AND user_id = $2', org_id, state.user_id
-        )
-        acked = sum(1 for e in ledger.entries if e.client == n and e.kind == "memora save" and e.outcome == "ack")
-        unknown = sum(1 for e in ledger.entries if e.client == n and e.kind == "memora save" and e.outcome == "unknown")
-        if not acked <= stored <= acked + unknown:
-            problems.append(f"client {n}: {stored} interactions stored, ledger says {acked} (+ up to {unknown})")
+        stored = found.interactions_by_user[state.user_id]
+        if not acked[n] <= stored <= acked[n] + unknown[n]:
+            problems.append(f"client {n}: {stored} interactions stored, ledger says {acked[n]} (+ up to {unknown[n]})")
     return problems
 
 
@@ -609,7 +602,9 @@ def _rss_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-async def soak(server: Server, *, seconds: float, clients: int, faults: dict[str, float], seed: int = 1) -> Report:
+async def soak(
+    server: Server, *, seconds: float, clients: int, faults: dict[str, float], pause: float = 0.0, seed: int = 1
+) -> Report:
     global FIRST
     FIRST = time.monotonic()
     rss_start = _rss_mb()
@@ -642,6 +637,8 @@ async def soak(server: Server, *, seconds: float, clients: int, faults: dict[str
         c = Client(n, faces, states[n], ledger, random.Random(rng.random()))  # noqa: S311 - as above
         while time.monotonic() < deadline:
             await c.step()
+            if pause:
+                await asyncio.sleep(pause)
 
     shown = ", ".join(f"{kind} every {every:.0f} s" for kind, every in faults.items()) or "none"
     print(f"soak: {clients} clients for {seconds:.0f} s; faults: {shown}", flush=True)
@@ -650,7 +647,7 @@ async def soak(server: Server, *, seconds: float, clients: int, faults: dict[str
     connections = await _open_connections(server)
     for face in (branch, linear, mem0, autogen):
         await face.close()
-    problems = await check(server, ledger, states, org.org_id)
+    problems = await check(server, ledger, states)
     untyped = Counter(e.error for e in ledger.entries if e.outcome == "untyped" and e.error)
     return Report(problems, untyped, _figures(ledger, seconds, connections, rss_start, _rss_mb()), ledger)
 
@@ -689,7 +686,9 @@ def _figures(ledger: Ledger, seconds: float, connections: int, rss_start: float,
         recoveries.append(f"{name} {min(after) - end:.2f} s" if after else f"{name} (no success after it)")
     lines.append("first success after each fault: " + (", ".join(recoveries) or "no faults"))
     lines.append(f"open connections at the end: {connections} (pools of {POOL_SIZE} per face, 4 faces)")
-    lines.append(f"RSS: {rss_start:.0f} MB at start, {rss_end:.0f} MB at end")
+    lines.append(
+        f"RSS: {rss_start:.0f} MB at start, {rss_end:.0f} MB at end, with the ledger's {len(ledger.entries):,} calls"
+    )
     return lines
 
 
@@ -701,6 +700,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=1.0)
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--faults", default=SHORT_SCHEDULE, help=f"KIND=SECONDS,... of {', '.join(FAULTS)}; or none")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds each client waits between its calls")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     if args.url:
@@ -720,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
                 seconds=args.minutes * 60,
                 clients=args.clients,
                 faults=faults,
+                pause=args.pause,
                 seed=args.seed,
             )
         )
