@@ -43,7 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import make_url
 
+from bench import pgbouncer
 from memora_pg import (
     MemoraPGError,
     MemorySearchScope,
@@ -51,9 +53,11 @@ from memora_pg import (
     PostgresGraphDB,
     PostgresMemory,
     Settings,
+    config,
 )
 from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.engine import create_engine
 from memora_pg.errors import CommitOutcomeUnknownError
 from memora_pg.mem0 import AsyncMemory, MemoryConfig
 from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
@@ -286,7 +290,10 @@ async def _true(call: Awaitable[Any]) -> bool:
 
 
 def _name(error: BaseException) -> str:
-    return f"{type(error).__module__}.{type(error).__qualname__}"
+    """The error's class, with the SQLSTATE the package's errors carry."""
+    name = f"{type(error).__module__}.{type(error).__qualname__}"
+    sqlstate = getattr(error, "sqlstate", None) if isinstance(error, MemoraPGError) else None
+    return f"{name} ({sqlstate})" if sqlstate else name
 
 
 # -- the faults -------------------------------------------------------------------------------------------
@@ -294,12 +301,26 @@ def _name(error: BaseException) -> str:
 
 @dataclass
 class Server:
-    """The server under load: the URL, a superuser URL for the faults, and how to restart it (or not)."""
+    """The server under load: the URL the clients use, a superuser URL of the server itself for the faults,
+    how to restart it (or not), and the console of the pgbouncer in between (or none)."""
 
     url: str
     admin_url: str
     restart: Callable[[], None] | None
     close: Callable[[], None]
+    bouncer_console: str | None = None
+
+
+def through_pgbouncer(server: Server) -> Server:
+    """The same server behind a pgbouncer of the run's own (transaction mode, 20 server connections)."""
+    database = str(make_url(server.url).database)
+    bouncer = pgbouncer.start(server.url, database, Path(tempfile.mkdtemp(prefix="memora-soak-bouncer-")), pool_size=20)
+
+    def close() -> None:
+        bouncer.stop()
+        server.close()
+
+    return Server(bouncer.url, server.admin_url, server.restart, close, bouncer.admin_url)
 
 
 def embedded_server() -> Server:
@@ -320,6 +341,17 @@ def embedded_server() -> Server:
 
 async def _admin(server: Server) -> asyncpg.Connection:
     return await asyncpg.connect(server.admin_url.replace("postgresql+asyncpg", "postgresql"))
+
+
+async def kill_in_pgbouncer(server: Server) -> None:
+    """pgbouncer's ``KILL``: every client and server connection of the database dropped at once."""
+    assert server.bouncer_console is not None
+    console = await asyncpg.connect(server.bouncer_console)
+    try:
+        await console.execute(f"KILL {make_url(server.url).database}")
+        await console.execute(f"RESUME {make_url(server.url).database}")
+    finally:
+        await console.close()
 
 
 async def kill_backends(server: Server, count: int) -> int:
@@ -356,6 +388,9 @@ async def run_faults(server: Server, ledger: Ledger, kind: str, every: float, de
     if kind == "restart" and server.restart is None:
         print("  no restarts: the server is not the run's own and no --restart-command was given")
         return
+    if kind == "bouncer" and server.bouncer_console is None:
+        print("  no pgbouncer kills: the run has no pgbouncer (--pgbouncer)")
+        return
     while time.monotonic() + every < deadline:
         await asyncio.sleep(every)
         started = time.monotonic()
@@ -365,6 +400,9 @@ async def run_faults(server: Server, ledger: Ledger, kind: str, every: float, de
             elif kind == "timeout":
                 await timeout_storm(server, 2.0)
                 detail = "statement_timeout 20 ms for 2 s"
+            elif kind == "bouncer":
+                await kill_in_pgbouncer(server)
+                detail = "pgbouncer dropped every connection"
             else:
                 assert server.restart is not None
                 await asyncio.to_thread(server.restart)
@@ -389,7 +427,7 @@ def fault_schedule(text: str) -> dict[str, float]:
     return schedule
 
 
-FAULTS = ("restart", "kill", "timeout")
+FAULTS = ("restart", "kill", "timeout", "bouncer")
 # The one-minute run's schedule (make test): every kind of fault several times.
 SHORT_SCHEDULE = "restart=20,kill=6,timeout=15"
 
@@ -608,7 +646,13 @@ async def soak(
     global FIRST
     FIRST = time.monotonic()
     rss_start = _rss_mb()
-    settings = Settings(database_url=server.url, db_schema=SCHEMA, pool_size=POOL_SIZE)
+    # Behind pgbouncer in transaction mode no prepared statement may outlive its transaction.
+    settings = Settings(
+        database_url=server.url,
+        db_schema=SCHEMA,
+        pool_size=POOL_SIZE,
+        statement_cache_size=0 if server.bouncer_console else config.default("statement_cache_size"),
+    )
     embedder = HashEmbedder(DIMENSIONS)
     branch = PostgresGraphDB(settings=settings, embedder=embedder)
     linear = PostgresGraphDB(settings=settings.model_copy(update={"contradiction_chains": "linear"}), embedder=embedder)
@@ -625,9 +669,10 @@ async def soak(
                 },
             }
         ),
+        engine=create_engine(server.url, settings),
         embedder=embedder,
     )
-    autogen = PostgresMemory("soak", database_url=server.url, embedder=embedder)
+    autogen = PostgresMemory("soak", database_url=server.url, settings=settings, embedder=embedder)
     faces = Faces(branch, linear, mem0, autogen, org.org_id, agent.agent_id)
     ledger = Ledger()
     deadline = time.monotonic() + seconds
@@ -700,6 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=1.0)
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--faults", default=SHORT_SCHEDULE, help=f"KIND=SECONDS,... of {', '.join(FAULTS)}; or none")
+    parser.add_argument("--pgbouncer", action="store_true", help="clients go through a pgbouncer of the run's own")
     parser.add_argument("--pause", type=float, default=0.0, help="seconds each client waits between its calls")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
@@ -712,6 +758,8 @@ def main(argv: list[str] | None = None) -> int:
         server = Server(args.url, args.admin_url or args.url, restart if command else None, lambda: None)
     else:
         server = embedded_server()
+    if args.pgbouncer:
+        server = through_pgbouncer(server)
     faults = fault_schedule(args.faults)
     try:
         report = asyncio.run(

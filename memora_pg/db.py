@@ -253,7 +253,7 @@ class Database:
         return bool(self._citus)
 
     async def execute_one(
-        self, statement: Statement, *, read_only: bool = False, org_id: str | None = None
+        self, statement: Statement, *, read_only: bool = False, org_id: str | None = None, writes: bool | None = None
     ) -> Sequence[Row[Any]]:
         """Run one statement as its own transaction and return its rows; run again when it lost a race.
 
@@ -262,7 +262,12 @@ class Database:
         connection with asyncpg's prepared statements (:mod:`memora_pg.driver`), unless it is one
         SQLAlchemy must run. Row-level security needs a real transaction (its tenant setting
         lasts for one), so with it on the statement runs in one.
+
+        ``writes`` says whether the statement writes (by default, unless ``read_only``): a write whose
+        connection fails once it was sent is ``CommitOutcomeUnknownError``, a read's is ``ConnectionLostError``.
+        A read that must see the primary passes ``writes=False`` without ``read_only``.
         """
+        writes = not read_only if writes is None else writes
         await self._first_use()
         if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
             return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
@@ -278,12 +283,12 @@ class Database:
                 )
                 if direct is not None and direct.usable:
                     return await driver.fetch(
-                        engine, direct, statement.params, sending=sent(writes=not read_only, ids=ids)
+                        engine, direct, statement.params, sending=sent(writes=writes, ids=ids)
                     )
                 async with engine.connect() as conn:
                     await with_vector_codec(conn)
                     await conn.execution_options(isolation_level="AUTOCOMMIT")
-                    with sent(writes=not read_only, ids=ids):
+                    with sent(writes=writes, ids=ids):
                         # A statement's first run here tells the driver path its columns' types.
                         return await run(conn, statement, described=direct.check_columns if direct else None)
 

