@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
@@ -64,6 +65,8 @@ from memora_pg.mem0 import AsyncMemory, MemoryConfig
 from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
 
 SCHEMA = "memora"
+# What each client remembers of its own writes, to update, delete or supersede them: the newest this many.
+KEPT = 200
 COLLECTION = "soak"
 DIMENSIONS = 64
 POOL_SIZE = 5
@@ -88,8 +91,26 @@ class Entry:
 
 @dataclass
 class Ledger:
+    """The calls, written to a file as they end (so that the run's memory is the package's, not the
+    ledger's) and read back for the checks; the faults, in memory."""
+
+    path: Path = field(default_factory=lambda: Path(tempfile.mkstemp(prefix="memora-soak-", suffix=".jsonl")[1]))
     entries: list[Entry] = field(default_factory=list)
     faults: list[tuple[str, float, float]] = field(default_factory=list)
+    written: int = 0
+
+    def __post_init__(self) -> None:
+        self._file = self.path.open("w")
+
+    def add(self, entry: Entry) -> None:
+        self._file.write(json.dumps([getattr(entry, name) for name in Entry.__slots__]) + "\n")
+        self.written += 1
+
+    def load(self) -> None:
+        self._file.close()
+        with self.path.open() as lines:
+            self.entries = [Entry(*json.loads(line)) for line in lines]
+        self.path.unlink()
 
     def in_fault(self, entry: Entry) -> bool:
         return any(start <= entry.ended and entry.started <= end + SETTLE_SECONDS for _, start, end in self.faults)
@@ -150,16 +171,23 @@ class Client:
         self.n, self.faces, self.state, self.ledger, self.rng = n, faces, state, ledger, rng
         self.graph = faces.linear if n % 2 else faces.branch
 
-    async def call(self, kind: str, work: Callable[[], Awaitable[Any]], facts: dict[str, Any]) -> Any:
+    async def call(
+        self,
+        kind: str,
+        work: Callable[[], Awaitable[Any]],
+        facts: dict[str, Any],
+        learned: Callable[[Any], dict[str, Any]] | None = None,
+    ) -> Any:
+        """Run ``work`` and record what it was told; ``learned`` adds what its result says to its facts."""
         started = time.monotonic()
         try:
             result = await work()
         except Exception as error:  # every failure is recorded, typed or not
-            self.ledger.entries.append(
-                Entry(self.n, kind, started, time.monotonic(), outcome_of(error), _name(error), facts)
-            )
+            self.ledger.add(Entry(self.n, kind, started, time.monotonic(), outcome_of(error), _name(error), facts))
             return None
-        self.ledger.entries.append(Entry(self.n, kind, started, time.monotonic(), "ack", None, facts))
+        if learned is not None:
+            facts = {**facts, **learned(result)}
+        self.ledger.add(Entry(self.n, kind, started, time.monotonic(), "ack", None, facts))
         return result
 
     async def step(self) -> None:
@@ -200,11 +228,10 @@ class Client:
                 "mem0 add",
                 lambda: f.mem0.add(f"{tok} prefers green tea", user_id=s.user_id, infer=False),
                 {"token": tok},
+                lambda added: {"ids": [r["id"] for r in added["results"]]},
             )
             if added:
-                ids = [r["id"] for r in added["results"]]
-                s.mem0_ids += ids
-                self.ledger.entries[-1].facts["ids"] = ids
+                s.mem0_ids = [*s.mem0_ids, *(r["id"] for r in added["results"])][-KEPT:]
         elif choice < 0.72:
             await self.call("mem0 search", lambda: f.mem0.search("tea", filters={"user_id": s.user_id}), {})
         elif choice < 0.76 and s.mem0_ids:
@@ -240,17 +267,20 @@ class Client:
             "memora save",
             lambda: self.graph.save_interaction_with_memories(f.org_id, f.agent_id, s.user_id, body(tok, contrary)),
             facts,
+            lambda saved: {"interaction_id": saved[0]},
         )
         if saved:
-            interaction_id = facts["interaction_id"] = saved[0]
+            interaction_id = saved[0]
             s.interactions[interaction_id] = tok
+            while len(s.interactions) > KEPT:
+                del s.interactions[next(iter(s.interactions))]
             got = await self.call(
                 "memora get interaction",
                 lambda: self.graph.get_interaction(f.org_id, s.user_id, interaction_id, False, True),
                 {},
             )
             if got is not None:
-                s.memories += [str(m.memory_id) for m in (got.memories or [])]
+                s.memories = [*s.memories, *(str(m.memory_id) for m in (got.memories or []))][-KEPT:]
 
     async def update(self) -> None:
         f, s = self.faces, self.state
@@ -729,12 +759,15 @@ async def soak(
     print(f"soak: {clients} clients for {seconds:.0f} s; faults: {shown}", flush=True)
     faulting = [run_faults(server, ledger, kind, every, deadline) for kind, every in faults.items()]
     await asyncio.gather(*(client(n) for n in range(clients)), *faulting)
+    # Before the faces close and the ledger is read back: the process as the application left it.
+    rss_end = _rss_mb()
     connections = await _open_connections(server)
     for face in (branch, linear, mem0, autogen):
         await face.close()
+    ledger.load()
     problems = await check(server, ledger, states)
     untyped = Counter(e.error for e in ledger.entries if e.outcome == "untyped" and e.error)
-    return Report(problems, untyped, _figures(ledger, seconds, connections, rss_start, _rss_mb()), ledger)
+    return Report(problems, untyped, _figures(ledger, seconds, connections, rss_start, rss_end), ledger)
 
 
 async def _open_connections(server: Server) -> int:
@@ -772,7 +805,8 @@ def _figures(ledger: Ledger, seconds: float, connections: int, rss_start: float,
     lines.append("first success after each fault: " + (", ".join(recoveries) or "no faults"))
     lines.append(f"open connections at the end: {connections} (pools of {POOL_SIZE} per face, 4 faces)")
     lines.append(
-        f"RSS: {rss_start:.0f} MB at start, {rss_end:.0f} MB at end, with the ledger's {len(ledger.entries):,} calls"
+        f"RSS: {rss_start:.0f} MB at start, {rss_end:.0f} MB at the end of the load ({len(ledger.entries):,} calls,"
+        " their ledger on disk)"
     )
     return lines
 
