@@ -410,7 +410,9 @@ async def _distribute(url: str) -> None:
 
 
 async def _admin(server: Server) -> asyncpg.Connection:
-    return await asyncpg.connect(server.admin_url.replace("postgresql+asyncpg", "postgresql"))
+    """A superuser connection to the server; its own statements are never cut off by a timeout storm."""
+    url = server.admin_url.replace("postgresql+asyncpg", "postgresql")
+    return await asyncpg.connect(url, server_settings={"statement_timeout": "0"})
 
 
 async def kill_in_pgbouncer(server: Server) -> None:
