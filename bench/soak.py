@@ -450,9 +450,27 @@ async def timeout_storm(server: Server, seconds: float) -> None:
         await admin.execute("SELECT pg_reload_conf()")
         await asyncio.sleep(seconds)
     finally:
-        await admin.execute("ALTER SYSTEM RESET statement_timeout")
-        await admin.execute("SELECT pg_reload_conf()")
         await admin.close()
+        await _end_storm(server)
+
+
+async def _end_storm(server: Server, within: float = 60.0) -> None:
+    """The storm's setting taken back, on a connection of its own, however long a restart that met the
+    storm keeps the server away (a restart reads the setting from postgresql.auto.conf)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            admin = await _admin(server)
+            try:
+                await admin.execute("ALTER SYSTEM RESET statement_timeout")
+                await admin.execute("SELECT pg_reload_conf()")
+                return
+            finally:
+                await admin.close()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 async def run_faults(server: Server, ledger: Ledger, kind: str, every: float, deadline: float) -> None:
