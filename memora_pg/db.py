@@ -282,9 +282,7 @@ class Database:
                     driver.prepared(statement, self.schema, engine.dialect) if self.settings.direct_statements else None
                 )
                 if direct is not None and direct.usable:
-                    return await driver.fetch(
-                        engine, direct, statement.params, sending=sent(writes=writes, ids=ids)
-                    )
+                    return await driver.fetch(engine, direct, statement.params, sending=sent(writes=writes, ids=ids))
                 async with engine.connect() as conn:
                     await with_vector_codec(conn)
                     await conn.execution_options(isolation_level="AUTOCOMMIT")
