@@ -45,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import make_url, text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy import make_url
 
 from bench import pgbouncer
 from memora_pg import (
@@ -381,32 +380,11 @@ def citus_cluster() -> Server:
     PostgreSQL 16 tree with Citus built in), migrated and distributed; "restart" stops its first worker
     for ten seconds."""
     from tests.citus import cluster as citus_nodes
+    from tests.citus.conftest import migrate_and_distribute
 
     running = asyncio.run(citus_nodes.start())
-    asyncio.run(_distribute(running.url))
-    worker = running.workers[0]
-
-    def restart() -> None:
-        citus_nodes._run(running.bin_path, "pg_ctl", "-w", "-m", "fast", "-D", str(worker.data), "stop")
-        time.sleep(10)
-        citus_nodes._run(running.bin_path, "pg_ctl", "-w", "-D", str(worker.data), "-l", str(worker.log), "start")
-
-    return Server(running.url, running.coordinator.dsn, restart, running.stop)
-
-
-async def _distribute(url: str) -> None:
-    """``memora-pg db upgrade``, then the statements ``memora-pg db distribute`` prints."""
-    from memora_pg import citus, migrations
-
-    engine = create_async_engine(url)
-    try:
-        await migrations.upgrade(engine, migrations.MigrationOptions(schema=SCHEMA, dimensions=DIMENSIONS))
-        for statement in citus.distribution_sql(SCHEMA).splitlines():
-            if statement and not statement.startswith("--"):
-                async with engine.begin() as conn:
-                    await conn.execute(text(statement))
-    finally:
-        await engine.dispose()
+    asyncio.run(migrate_and_distribute(running.url, SCHEMA, DIMENSIONS))
+    return Server(running.url, running.coordinator.dsn, lambda: running.restart(running.workers[0], 10), running.stop)
 
 
 async def _admin(server: Server) -> asyncpg.Connection:

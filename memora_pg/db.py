@@ -423,11 +423,13 @@ class Database:
 
 
 async def _again_after_lost_races(attempt: Callable[[], Awaitable[T]]) -> T:
-    """``attempt()``, run up to RETRIES times while it loses races.
+    """``attempt()``, run up to RETRIES times while it fails with a ``TransientDatabaseError``.
 
     Concurrent writers that touch the same chains in different orders can deadlock under READ
     COMMITTED; PostgreSQL then aborts one of them (SQLSTATE 40P01, or 40001) and rolls its
-    transaction back, so running it again never doubles a write.
+    transaction back. A connection lost before the commit (``ConnectionLostError``) leaves nothing
+    written either. So running it again never doubles a write; a write whose commit was cut off is
+    ``CommitOutcomeUnknownError``, which is not transient and is never run again.
     """
     for attempt_no in range(RETRIES):
         try:

@@ -108,6 +108,12 @@ class Cluster:
     def nodes(self) -> list[Node]:
         return [self.coordinator, *self.workers]
 
+    def restart(self, node: Node, down_seconds: float) -> None:
+        """Stop ``node`` (fast), leave it down for ``down_seconds``, start it again."""
+        _run(self.bin_path, "pg_ctl", "-w", "-m", "fast", "-D", str(node.data), "stop")
+        time.sleep(down_seconds)
+        _run(self.bin_path, "pg_ctl", "-w", "-D", str(node.data), "-l", str(node.log), "start")
+
     def stop(self) -> None:
         for node in self.nodes:
             if (node.data / "postmaster.pid").exists():

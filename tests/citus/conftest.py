@@ -52,11 +52,14 @@ def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectRep
     return pytest.CollectReport(collector.nodeid, "skipped", (str(HERE), 0, f"Skipped: {reason}"), [])
 
 
-async def migrate_and_distribute(url: str, schema: str = SCHEMA) -> None:
-    """``memora-pg db upgrade`` then the statements ``memora-pg db distribute`` prints, once."""
+async def migrate_and_distribute(
+    url: str, schema: str = SCHEMA, dimensions: int = migrations.MigrationOptions.dimensions
+) -> None:
+    """``memora-pg db upgrade`` (a new database's vectors of ``dimensions``) then the statements
+    ``memora-pg db distribute`` prints, once."""
     engine = create_async_engine(url)
     try:
-        await migrations.upgrade(engine, migrations.MigrationOptions(schema=schema))
+        await migrations.upgrade(engine, migrations.MigrationOptions(schema=schema, dimensions=dimensions))
         async with engine.begin() as conn:
             done = await conn.scalar(
                 text(
