@@ -27,15 +27,16 @@ from memora_pg.sql_text import render
 DISTRIBUTION_COLUMN = "org_id"
 # The table every other one is co-located with: the tenant itself.
 ANCHOR = "organizations"
-# Tables without org_id, replicated to every node instead of sharded.
-REFERENCE_TABLES = ("alembic_version",)
+# Tables replicated to every node instead of sharded: alembic's, and the MCP server's tokens, which
+# are looked up by their hash before any organization is known.
+REFERENCE_TABLES = ("alembic_version", "access_tokens")
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 def distributed_tables() -> list[str]:
     """memora_pg's tables in the order Citus needs: every foreign key's target before the table itself."""
-    ordered = [table.name for table in tables.metadata.sorted_tables]
+    ordered = [table.name for table in tables.metadata.sorted_tables if table.name not in REFERENCE_TABLES]
     ordered.remove(ANCHOR)
     return [ANCHOR, *ordered]
 
@@ -64,8 +65,8 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
     lines = [
         f"-- memora_pg on Citus: run once on the coordinator, after the migrations of schema {schema}.",
         f"-- Every table is distributed by {DISTRIBUTION_COLUMN} and co-located with {schema}.{ANCHOR}, so each",
-        "-- organization's rows, foreign keys and joins stay on one shard; alembic's version table",
-        "-- becomes a reference table, readable on every node.",
+        "-- organization's rows, foreign keys and joins stay on one shard; alembic's version table and",
+        "-- the MCP server's access tokens become reference tables, readable on every node.",
         f"SELECT create_distributed_table('{schema}.{ANCHOR}', '{DISTRIBUTION_COLUMN}');",
     ]
     lines += [

@@ -26,6 +26,7 @@ EXAMPLES = {
     "import": "memora-pg import acme.jsonl",
     "report": "memora-pg report --html report.html",
     "index": "memora-pg index drop",
+    "mcp": "memora-pg mcp --http 127.0.0.1:8765   (after: memora-pg mcp token create --org-id acme)",
 }
 
 
@@ -184,6 +185,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--org-id", help="only this organization")
     report.add_argument("--html", help="also write a self-contained HTML report with charts to this file")
+
+    mcp = _command(
+        subparsers,
+        "mcp",
+        commands.cmd_mcp,
+        "serve memory to agents over the Model Context Protocol (needs memora_pg[mcp])",
+        "Without --http: over stdio, for one local assistant, acting for --org-id and --user-id.\n"
+        "With --http HOST:PORT: streamable HTTP at /mcp for many clients; each request's bearer token\n"
+        "(memora-pg mcp token create) decides its organization, under row-level security.",
+    )
+    mcp.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    mcp.add_argument("--org-id", help="stdio: the organization (default: the mem0 face's, mem0:mem0)")
+    mcp.add_argument("--user-id", help="stdio: the user of calls that name no one (default: default)")
+    mcp.add_argument(
+        "--embedder", default="local", help="local (default), hash:DIM or openai:MODEL[:DIM] (OPENAI_API_KEY)"
+    )
+    mcp.add_argument("--embedder-base-url", help="an OpenAI-compatible endpoint for --embedder openai:...")
+    mcp.add_argument(
+        "--llm-model", help="a chat model for add_memory's fact extraction (OpenAI-compatible; OPENAI_API_KEY)"
+    )
+    mcp.add_argument("--llm-base-url", help="the endpoint of --llm-model (default: OpenAI's)")
+    token_commands = mcp.add_subparsers(dest="mcp_action", metavar="token")
+    token = token_commands.add_parser("token", help="create, list or revoke the HTTP transport's access tokens")
+    token_actions = token.add_subparsers(dest="token_action", required=True, metavar="ACTION")
+    create = token_actions.add_parser("create", help="a new token (printed once; only its hash is kept)")
+    create.add_argument("--org-id", dest="token_org_id", required=True, help="the organization it acts for")
+    create.add_argument("--user-id", dest="token_user_id", help="bind it to this user")
+    create.add_argument("--name", dest="token_name", default="", help="a label, e.g. who holds it")
+    listing = token_actions.add_parser("list", help="tokens and their state, never the tokens themselves")
+    listing.add_argument("--org-id", dest="token_org_id", help="only this organization's")
+    revoke = token_actions.add_parser("revoke", help="revoke a token by its id (from list)")
+    revoke.add_argument("token_id")
     return parser
 
 

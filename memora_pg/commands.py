@@ -337,3 +337,61 @@ def cmd_index(args: argparse.Namespace) -> int:
         return 0
 
     return _run(go())
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise argparse.ArgumentTypeError(f"--http {value!r}: use HOST:PORT, e.g. 127.0.0.1:8765")
+    return host.strip("[]"), int(port)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from memora_pg.mcp import run, tokens
+    except ImportError as error:
+        print(f"error: memora-pg mcp needs the MCP SDK: pip install 'memora-pg[mcp]' ({error})", file=sys.stderr)
+        return 1
+    if args.mcp_action == "token":
+        return _run(_mcp_token(args, tokens))
+    options = run.Options(
+        settings=_settings(args),
+        embedder=parse_embedder(args.embedder, args.embedder_base_url),
+        llm_model=args.llm_model,
+        llm_base_url=args.llm_base_url,
+        org_id=args.org_id,
+        user_id=args.user_id,
+    )
+    if args.http:
+        host, port = _host_port(args.http)
+        asyncio.run(run.serve_http(options, host, port))
+    else:
+        asyncio.run(run.serve_stdio(options))
+    return 0
+
+
+async def _mcp_token(args: argparse.Namespace, tokens: Any) -> int:
+    from memora_pg.db import Database
+
+    async with Database(settings=_settings(args)) as database:
+        await database.ensure_schema(database.settings.embedding_dimensions)
+        action = args.token_action
+        if action == "create":
+            token, info = await tokens.mint(
+                database, org_id=args.token_org_id, user_id=args.token_user_id, name=args.token_name
+            )
+            data = {"token": token, **dataclasses.asdict(info)}
+            bound = f", user {info.user_id}" if info.user_id else ""
+            _print(args, data, f"{token}\n(token {info.token_id} for organization {info.org_id}{bound}: shown once)")
+        elif action == "list":
+            found = await tokens.listed(database, org_id=args.token_org_id)
+            lines = [
+                f"{t.token_id}  {t.org_id}  {t.user_id or '-'}  {t.name or '-'}  created {t.created_at:%Y-%m-%d %H:%M}"
+                + (f"  REVOKED {t.revoked_at:%Y-%m-%d %H:%M}" if t.revoked_at else "")
+                for t in found
+            ]
+            _print(args, [dataclasses.asdict(t) for t in found], "\n".join(lines) or "no access tokens")
+        else:
+            info = await tokens.revoke(database, args.token_id)
+            _print(args, dataclasses.asdict(info), f"revoked {info.token_id} ({info.org_id})")
+    return 0

@@ -161,6 +161,11 @@ class Settings(BaseSettings):
         "restricts to one organization (see docs/security.md).",
     )
     audit: bool = Field(default=True, description="Record every mutation in the audit_log table.")
+    trace_content: bool = Field(
+        default=False,
+        description="Record search queries in OpenTelemetry spans (gen_ai.memory.query.text); off, spans carry "
+        "ids and counts only.",
+    )
     contradiction_chains: Literal["branch", "linear"] = Field(
         default="branch",
         description="branch: as upstream, a memory contradicted twice has two current versions. linear: a "

@@ -176,6 +176,14 @@ class Database:
         assert self._raw is not None
         return self._raw
 
+    @property
+    def namespace(self) -> str:
+        """``database|schema``, as OpenTelemetry's ``db.namespace`` names a PostgreSQL schema (the schema
+        alone before the engine exists)."""
+        if self._raw is None or not self._raw.url.database:
+            return self.schema
+        return f"{self._raw.url.database}|{self.schema}"
+
     def identity(self) -> tuple[str, str] | None:
         """Which database and schema this is, once the engine exists (to recognise a shared one)."""
         if self._raw is None:

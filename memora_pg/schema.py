@@ -275,6 +275,23 @@ audit_log = Table(
     Index("ix_audit_log_recent", "org_id", text("at DESC")),
 )
 
+access_tokens = Table(
+    "access_tokens",
+    metadata,
+    # Bearer tokens of the MCP server's HTTP transport (``memora-pg mcp token``). Only a hash is
+    # kept; the token decides the organization (and the user, when bound to one) of each request.
+    # Credentials, not memories: no foreign key to the organization, not exported, not erased
+    # with it (revoke them), and on Citus a reference table, read before any organization is known.
+    Column("token_id", Text, primary_key=True),
+    Column("token_hash", LargeBinary, nullable=False, unique=True),
+    Column("org_id", Text, nullable=False),
+    Column("user_id", Text, nullable=True),
+    Column("token_name", Text, nullable=False),
+    _created_at(),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+)
+
+
 # The tables an organization's rows live in, for row-level security and for erasure.
 TENANT_TABLES = (
     "organizations",

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memora_pg import tracing
 from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
@@ -39,6 +40,7 @@ logger = logging.getLogger(__name__)
 _DEFAULT: Any = object()
 
 
+@tracing.instrument("memora", tracing.GRAPH)
 class PostgresGraphDB(BaseGraphDB):
     """The Memora graph on PostgreSQL: one database, one transaction per call.
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memora_pg import tracing
 from memora_pg.config import Settings
 from memora_pg.contract import BaseVectorDB, MemorySearchScope
 from memora_pg.db import Database
@@ -54,6 +55,7 @@ def scope_value(scope: object) -> str:
     return str(value)
 
 
+@tracing.instrument("memora", tracing.VECTOR)
 class PgVectorDB(BaseVectorDB):
     """Memora's vector DB on pgvector, on the same tables (and, when shared, the same transactions) as the graph."""
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, SecretStr, field_serializer
 from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memora_pg import tracing
 from memora_pg.autogen.arguments import (
     DEFAULT_ORG_ID,
     DEFAULT_ORG_NAME,
@@ -108,6 +109,7 @@ async def _cancellable(token: CancellationToken | None, work: Coroutine[Any, Any
 # -- PostgresMemory ------------------------------------------------------------------------------
 
 
+@tracing.instrument("autogen", tracing.AUTOGEN)
 class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     """A persistent, searchable AutoGen memory in memora_pg's database (table ``autogen_contents``).
 

@@ -85,11 +85,15 @@ async def record(conn: AsyncConnection, *, org_id: str, events: Sequence[Event])
     )
 
 
-async def for_memory(conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID) -> list[dict[str, Any]]:
-    """The memory's events, oldest first."""
+async def for_memory(
+    conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID, user_id: str | None = None
+) -> list[dict[str, Any]]:
+    """The memory's events, oldest first (none unless it is ``user_id``'s, when given)."""
     stmt = (
         select(memory_history)
         .where(memory_history.c.org_id == org_id, memory_history.c.memory_id == memory_id)
         .order_by(memory_history.c.seq)
     )
+    if user_id is not None:
+        stmt = stmt.where(memory_history.c.user_id == user_id)
     return [row._asdict() for row in await conn.execute(stmt)]

@@ -12,6 +12,7 @@ it opens; all the changes it decides, with their history events, then commit tog
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,8 @@ from pydantic import ValidationError
 from sqlalchemy import and_
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from memora_pg import tracing
+from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
 from memora_pg.errors import LLMError
@@ -66,6 +69,7 @@ from memora_pg.statements import Statement, run
 _UNSET: Any = object()
 
 
+@tracing.instrument("mem0", tracing.MEM0)
 class AsyncMemory:
     """The mem0-style memory on PostgreSQL (async). ``Memory`` is its synchronous shell."""
 
@@ -77,9 +81,11 @@ class AsyncMemory:
         embedder: Embedder | None = None,
         llm: OpenAILLM | None = None,
         reranker: Reranker | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.config = config or MemoryConfig()
-        settings = self.config.settings()
+        # memora_pg's own settings, when given, instead of those the config and the environment make.
+        settings = settings or self.config.settings()
         search.faces_mode(settings.search_mode)
         self._db = Database(engine, settings=settings)
         self.collection = self.config.collection_name
@@ -118,6 +124,15 @@ class AsyncMemory:
             self._reranker = LLMReranker(OpenAILLM.from_config(options) if options else self.llm)
         return self._reranker
 
+    @property
+    def database(self) -> Database:
+        """The database this memory is kept in (shared with :meth:`for_organization`'s copies)."""
+        return self._db
+
+    async def prepare(self) -> None:
+        """Bring the schema to head and check the embedder against it now, not at the first call."""
+        await self._prepare()
+
     async def _prepare(self) -> None:
         """Before every method's first statement: the schema brought to head on first use (once per
         object, see ``Database.ensure_ready``) and the embedder's dimension checked against it."""
@@ -126,6 +141,18 @@ class AsyncMemory:
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         await self._prepare()
         return await embed_checked(self.embedder, texts, query=query)
+
+    def for_organization(self, org_id: str) -> AsyncMemory:
+        """This memory (its database, pool, embedder and models) for another organization than its
+        collection's: what a server acting for many tenants (``memora-pg mcp --http``) uses per request.
+        The copy shares the original's connections; close only the original."""
+        if not isinstance(org_id, str) or not org_id or len(org_id) > 200 or "\x00" in org_id:
+            raise DuragValidationError("org_id must be 1-200 characters without NUL")
+        if org_id == self.org_id:
+            return self
+        scoped = copy.copy(self)
+        scoped.org_id = org_id
+        return scoped
 
     async def close(self) -> None:
         await self._db.close()
@@ -370,8 +397,9 @@ class AsyncMemory:
         )
         return {"results": [item_of(row._asdict(), "list") for row in rows]}
 
-    async def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after.
+    async def history(self, memory_id: str, *, user_id: str | None = None) -> list[dict[str, Any]]:
+        """The memory's ADD, UPDATE and DELETE events, oldest first, with the text before and after
+        (none unless the memory is ``user_id``'s, when given).
 
         As in mem0, every event's ``created_at`` is the memory's creation time and ``updated_at``
         the time of the event (the creation time for the ADD).
@@ -381,7 +409,7 @@ class AsyncMemory:
         if parsed is None:
             return []
         async with self._db.transaction(org_id=self.org_id) as conn:
-            events = await history.for_memory(conn, org_id=self.org_id, memory_id=parsed)
+            events = await history.for_memory(conn, org_id=self.org_id, memory_id=parsed, user_id=user_id)
             created = next((e["created_at"] for e in events if e["event"] == "ADD"), None)
             if created is None and events:
                 row = await memories.find(conn, org_id=self.org_id, memory_id=parsed)

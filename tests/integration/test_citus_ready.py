@@ -198,9 +198,12 @@ async def test_distribution_sql_distributes_every_table_once_in_foreign_key_orde
     order = [name for _, name, _ in calls]
     assert sorted(order) == sorted(tables)
     assert calls[0] == ("distributed", "organizations", "default")
-    assert {kind for kind, name, _ in calls[1:] if name != "alembic_version"} == {"distributed"}
-    assert {colocate for _, name, colocate in calls[1:] if name != "alembic_version"} == {f"{SCHEMA}.organizations"}
+    assert {kind for kind, name, _ in calls[1:] if name not in citus.REFERENCE_TABLES} == {"distributed"}
+    assert {colocate for _, name, colocate in calls[1:] if name not in citus.REFERENCE_TABLES} == {
+        f"{SCHEMA}.organizations"
+    }
     assert ("reference", "alembic_version", None) in calls
+    assert ("reference", "access_tokens", None) in calls
     for source, target in foreign_keys:
         assert order.index(target) < order.index(source), (source, target)
 

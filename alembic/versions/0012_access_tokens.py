@@ -1,0 +1,53 @@
+"""The MCP server's bearer tokens: ``access_tokens``.
+
+``memora-pg mcp --http`` decides each request's organization (and user, for a token bound to one)
+by its bearer token, never by a tool argument. Tokens are made, listed and revoked by
+``memora-pg mcp token``; the table keeps only their SHA-256 hash (a token is 256 random bits, so a
+fast hash is enough: there is nothing to guess).
+
+Row-level security is on, with one policy: every role may read (a request is authenticated before
+its organization is known), and none but the owner may write. So the application role that serves
+requests under row-level security can check tokens but never mint or revoke one; the command line
+does that as the owner, as it runs migrations.
+
+Revision ID: 0012
+Revises: 0011
+Create Date: 2026-12-02
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+
+from alembic import op
+from memora_pg.migrations import options
+
+revision: str = "0012"
+down_revision: str | None = "0011"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    schema = options().schema
+    op.create_table(
+        "access_tokens",
+        sa.Column("token_id", sa.Text(), nullable=False),
+        sa.Column("token_hash", sa.LargeBinary(), nullable=False),
+        sa.Column("org_id", sa.Text(), nullable=False),
+        sa.Column("user_id", sa.Text(), nullable=True),
+        sa.Column("token_name", sa.Text(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+        sa.PrimaryKeyConstraint("token_id", name="pk_access_tokens"),
+        sa.UniqueConstraint("token_hash", name="uq_access_tokens_token_hash"),
+        schema=schema,
+    )
+    op.execute(f'ALTER TABLE "{schema}".access_tokens ENABLE ROW LEVEL SECURITY')
+    op.execute(f'CREATE POLICY token_lookup ON "{schema}".access_tokens FOR SELECT USING (true)')
+
+
+def downgrade() -> None:
+    op.drop_table("access_tokens", schema=options().schema)

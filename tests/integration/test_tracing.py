@@ -1,0 +1,132 @@
+"""OpenTelemetry spans of every face, caught by the SDK's in-memory exporter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from memora_pg import PostgresGraphDB, Settings
+from memora_pg.autogen import PostgresMemory
+from memora_pg.contract import MemorySearchScope
+from memora_pg.embeddings import HashEmbedder
+from memora_pg.errors import DatabaseError, NotFoundError
+from memora_pg.mem0.memory import AsyncMemory
+from tests.integration.helpers import chat, payload, world
+from tests.integration.test_security import APP_ROLE, rls_database  # noqa: F401 (a fixture)
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _provider() -> None:
+    """The process's tracer provider (settable once), recording into ``_EXPORTER``."""
+    if not isinstance(trace.get_tracer_provider(), TracerProvider):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+        trace.set_tracer_provider(provider)
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()
+
+
+def _one(spans: InMemorySpanExporter, method: str) -> ReadableSpan:
+    (span,) = [s for s in spans.get_finished_spans() if (s.attributes or {}).get("db.operation.name") == method]
+    return span
+
+
+async def test_memora_face_spans(graph: PostgresGraphDB, spans: InMemorySpanExporter) -> None:
+    w = await world(graph)
+    spans.clear()
+    interaction_id, _ = await graph.save_interaction_with_memories(
+        w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("Likes green tea", [0])])
+    )
+    vector = graph.get_associated_vector_db()
+    assert vector is not None
+    await vector.search_memory("tea", MemorySearchScope.USER, w.org_id, w.user_id)
+    with pytest.raises(NotFoundError):
+        await graph.get_interaction(w.org_id, w.user_id, "no-such-interaction")
+
+    assert interaction_id
+    save = _one(spans, "save_interaction_with_memories")
+    assert save.name == "create_memory"
+    assert save.kind == trace.SpanKind.CLIENT
+    attributes = dict(save.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "create_memory"
+    assert attributes["db.system.name"] == "postgresql"
+    assert str(attributes["db.namespace"]).endswith("|memora")
+    assert attributes["gen_ai.memory.store.id"] == w.org_id
+    assert attributes["memora_pg.face"] == "memora"
+    search = _one(spans, "search_memories")
+    assert search.name == "search_memory"
+    assert "gen_ai.memory.query.text" not in (search.attributes or {})  # content is opt-in
+    missing = _one(spans, "get_interaction")
+    assert missing.status.status_code == StatusCode.ERROR
+    assert (missing.attributes or {})["error.type"] == "NotFoundError"
+    assert (missing.attributes or {})["gen_ai.memory.record.id"] == "no-such-interaction"
+
+
+async def test_mem0_and_autogen_spans_and_opt_in_content(database_url: str, spans: InMemorySpanExporter) -> None:
+    settings = Settings(database_url=database_url, db_schema="memora", trace_content=True)
+    mem0 = AsyncMemory(settings=settings, embedder=HashEmbedder(384))
+    autogen = PostgresMemory("notes", database_url=database_url, embedder=HashEmbedder(384), settings=settings)
+    try:
+        added = await mem0.add("Plays the cello", user_id="u", infer=False)
+        await mem0.search("what instrument?", filters={"user_id": "u"})
+        await mem0.delete(added["results"][0]["id"])
+        await autogen.query("anything")
+    finally:
+        await mem0.close()
+        await autogen.close()
+    assert _one(spans, "add").name == "update_memory"
+    search = _one(spans, "search")
+    assert search.name == "search_memory"
+    assert (search.attributes or {})["gen_ai.memory.query.text"] == "what instrument?"
+    assert (search.attributes or {})["gen_ai.memory.store.id"] == "mem0:mem0"
+    deleted = _one(spans, "delete")
+    assert (deleted.attributes or {})["gen_ai.memory.record.id"] == added["results"][0]["id"]
+    query = _one(spans, "query")
+    assert (query.attributes or {})["memora_pg.face"] == "autogen"
+    assert query.name == "search_memory"
+
+
+async def test_a_refusal_of_the_database_carries_its_sqlstate(
+    rls_database: tuple[str, str],  # noqa: F811 (the imported fixture)
+    spans: InMemorySpanExporter,
+) -> None:
+    owner_url, app_url = rls_database
+    engine: AsyncEngine = create_async_engine(owner_url)
+    async with engine.begin() as conn:
+        await conn.execute(text(f"REVOKE SELECT ON memora.memories FROM {APP_ROLE}"))
+    await engine.dispose()
+    store = AsyncMemory(settings=Settings(database_url=app_url, db_schema="memora"), embedder=HashEmbedder(384))
+    try:
+        with pytest.raises(DatabaseError):
+            await store.get_all(filters={"user_id": "u"})
+    finally:
+        await store.close()
+    refused = _one(spans, "get_all")
+    assert refused.status.status_code == StatusCode.ERROR
+    assert (refused.attributes or {})["db.response.status_code"] == "42501"  # insufficient_privilege
+    assert (refused.attributes or {})["error.type"] == "DatabaseError"
+
+
+async def test_spans_nest_under_the_callers(graph: PostgresGraphDB, spans: InMemorySpanExporter) -> None:
+    tracer = trace.get_tracer("tests")
+    with tracer.start_as_current_span("agent turn") as parent:
+        await graph.create_organization("acme")
+    created = _one(spans, "create_organization")
+    assert created.name == "create_memory_store"
+    assert created.parent is not None
+    assert created.parent.span_id == parent.get_span_context().span_id
