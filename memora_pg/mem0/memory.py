@@ -13,6 +13,7 @@ it opens; all the changes it decides, with their history events, then commit tog
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -42,6 +43,7 @@ from memora_pg.mem0.shapes import (
     AddRequest,
     Scope,
     actor_of,
+    add_scope,
     added_at,
     caller_metadata,
     check_threshold,
@@ -125,6 +127,12 @@ class AsyncMemory:
         return self._reranker
 
     @property
+    def can_infer(self) -> bool:
+        """Whether a language model is configured (given, in the config, or OpenAI's key in the
+        environment), so that ``add(..., infer=True)`` can extract facts."""
+        return self._llm is not None or bool(self.config.llm.config) or bool(os.environ.get("OPENAI_API_KEY"))
+
+    @property
     def database(self) -> Database:
         """The database this memory is kept in (shared with :meth:`for_organization`'s copies)."""
         return self._db
@@ -181,6 +189,7 @@ class AsyncMemory:
         prompt: str | None = None,
         expiration_date: Any = None,
         timestamp: Any = None,
+        filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Remember ``messages``: facts chosen by the language model (``infer=True``) or the messages as given.
 
@@ -190,8 +199,12 @@ class AsyncMemory:
         were created: it is used instead of the current time and dates them in valid time (it wins
         over ``metadata["created_at"]``). ``expiration_date`` (a date, datetime or YYYY-MM-DD
         string) is kept in the memories' metadata; once it is past (UTC) they are no longer
-        current: hidden from search and get_all, still in their history.
+        current: hidden from search and get_all, still in their history. ``filters`` (as mem0's
+        platform client takes them) may carry the ids; its other keys go into the metadata.
         """
+        if filters is not None:
+            ids, metadata = add_scope(filters, {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}, metadata)
+            user_id, agent_id, run_id = ids["user_id"], ids["agent_id"], ids["run_id"]
         scope = scope_of(user_id, agent_id, run_id)
         if memory_type not in (None, PROCEDURAL):
             raise DuragValidationError(f"memory_type must be None or {PROCEDURAL!r}, not {memory_type!r}.")

@@ -88,6 +88,26 @@ def scope_of(user_id: object, agent_id: object, run_id: object) -> Scope:
     return scope
 
 
+def add_scope(
+    filters: object, ids: dict[str, Any], metadata: dict[str, Any] | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """An add's entity ids and metadata, with those of ``filters`` folded in.
+
+    mem0's platform client takes an add's ids in ``filters`` (Agent Framework's Mem0ContextProvider
+    passes them so); any other key there (``app_id``) is kept in the memories' metadata, where a
+    search's filters find it.
+    """
+    if not isinstance(filters, dict):
+        raise DuragValidationError("filters must be a dict.")
+    ids, extra = dict(ids), dict(metadata or {})
+    for key, value in filters.items():
+        target = ids if key in ids else extra
+        if target.get(key) is not None and target[key] != value:
+            raise DuragValidationError(f"{key} is given twice, as {target[key]!r} and in filters as {value!r}.")
+        target[key] = value
+    return ids, extra or metadata
+
+
 def combined_filters(
     filters: dict[str, Any] | None, kwargs: dict[str, Any]
 ) -> tuple[dict[str, Any], ColumnElement[bool]]:
