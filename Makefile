@@ -58,10 +58,10 @@ demo: install
 # and two workers); tests/differential runs in .venv-diff beside the real mem0ai and AutoGen.
 # MEMORA_PG_TEST_DATABASE_URL=postgresql://... runs it against another server instead.
 test: system-deps install $(MEMORA_BIN)/.installed $(DIFF_BIN)/.installed
-	$(BIN)/ruff check memora_pg tests alembic bench
+	$(BIN)/ruff check memora_pg tests alembic bench docs/examples
 	$(BIN)/mypy memora_pg
 	$(BIN)/mypy tests
-	$(BIN)/mypy bench
+	$(BIN)/mypy bench docs/examples
 	MEMORA_PG_TEST_POSTGRES=16 $(MEMORA_BIN)/pytest tests/upstream
 	MEMORA_PG_TEST_POSTGRES=16 $(DIFF_BIN)/pytest tests/differential
 	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream --ignore=tests/differential
@@ -72,11 +72,11 @@ bench: install
 	$(BIN)/python -m bench.run --scale 10k,100k --out BENCHMARKS.md
 
 lint: install
-	$(BIN)/ruff check memora_pg tests alembic bench
-	$(BIN)/ruff format --check memora_pg tests alembic bench
+	$(BIN)/ruff check memora_pg tests alembic bench docs/examples
+	$(BIN)/ruff format --check memora_pg tests alembic bench docs/examples
 	$(BIN)/mypy memora_pg
 	$(BIN)/mypy tests
-	$(BIN)/mypy bench
+	$(BIN)/mypy bench docs/examples
 
 clean:
 	rm -rf $(VENV) .venv-memora .venv-diff

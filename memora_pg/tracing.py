@@ -155,6 +155,10 @@ def _traced(method: Callable[..., Any], face: str, operation: str) -> Callable[.
                         span.set_attribute("db.response.status_code", code)
                     span.record_exception(error)
                 raise
+            finally:
+                # Known once the call has opened its engine (the first call of a store opens it).
+                if span.is_recording():
+                    span.set_attribute("db.namespace", args[0]._db.namespace)
 
     return wrapper
 
@@ -170,10 +174,8 @@ def _describe(
     positions: Mapping[str, int],
 ) -> None:
     store = args[0]
-    database = store._db
     span.set_attribute("gen_ai.operation.name", operation)
     span.set_attribute("db.system.name", "postgresql")
-    span.set_attribute("db.namespace", database.namespace)
     span.set_attribute("db.operation.name", method_name)
     span.set_attribute("memora_pg.face", face)
     org_id = argument("org_id", args, kwargs) if "org_id" in positions else getattr(store, "org_id", None)
@@ -184,7 +186,7 @@ def _describe(
         if isinstance(record, str):
             span.set_attribute("gen_ai.memory.record.id", record)
             break
-    if database.settings.trace_content:
+    if store._db.settings.trace_content:
         query = argument("query", args, kwargs) or argument("queries", args, kwargs)
         if isinstance(query, list) and all(isinstance(q, str) for q in query):
             query = "\n".join(query)
