@@ -64,56 +64,69 @@ async def memory(database_url: str) -> AsyncIterator[AsyncMemory]:
     await store.close()
 
 
+async def _every_tool(client: Client) -> None:
+    """Every tool, through whichever transport ``client`` speaks; the organization is left empty."""
+    listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(listed) == TOOLS
+    hints = {name: tool.annotations for name, tool in listed.items() if tool.annotations is not None}
+    assert hints["search_memories"].read_only_hint is True
+    assert hints["delete_all_memories"].destructive_hint is True
+    assert hints["add_memory"].destructive_hint is False
+    assert "query" in listed["search_memories"].input_schema["required"]
+    assert all(tool.description for tool in listed.values())
+
+    ann = {"user_id": "ann"}
+    added = _result(await client.call_tool("add_memory", {"text": "Ann drinks green tea every morning", **ann}))
+    (tea,) = added["results"]
+    assert tea["event"] == "ADD"
+    after_tea = datetime.now(timezone.utc)
+    sister = {"text": "Ann's sister lives in Lisbon", "metadata": {"k": 1}, **ann}
+    _result(await client.call_tool("add_memory", sister))
+    _result(await client.call_tool("add_memory", {"text": "Bob plays chess", "user_id": "bob"}))
+
+    found = _result(await client.call_tool("search_memories", {"query": "what does Ann drink?", "top_k": 1, **ann}))
+    assert [hit["id"] for hit in found["results"]] == [tea["id"]]
+    bobs = _result(await client.call_tool("search_memories", {"query": "chess", "user_id": "bob"}))
+    assert [hit["memory"] for hit in bobs["results"]] == ["Bob plays chess"]
+    listed_anns = _result(await client.call_tool("get_memories", {"filters": {"k": {"eq": 1}}, **ann}))
+    assert [m["memory"] for m in listed_anns["results"]] == ["Ann's sister lives in Lisbon"]
+    assert len(_result(await client.call_tool("get_memories", ann))["results"]) == 2
+
+    one = _result(await client.call_tool("get_memory", {"memory_id": tea["id"]}))
+    assert one["memory"] == "Ann drinks green tea every morning"
+    _result(await client.call_tool("update_memory", {"memory_id": tea["id"], "text": "Ann drinks black coffee"}))
+    assert _result(await client.call_tool("get_memory", {"memory_id": tea["id"]}))["memory"] == (
+        "Ann drinks black coffee"
+    )
+    # as_of: the memories the store held then (by the system clock), before the second one came
+    then = {"as_of": after_tea.isoformat(), "as_of_clock": "system", **ann}
+    assert [m["id"] for m in _result(await client.call_tool("get_memories", then))["results"]] == [tea["id"]]
+    history = _result(await client.call_tool("memory_history", {"memory_id": tea["id"]}))
+    assert [(e["event"], e["new_memory"]) for e in history["history"]] == [
+        ("ADD", "Ann drinks green tea every morning"),
+        ("UPDATE", "Ann drinks black coffee"),
+    ]
+
+    _result(await client.call_tool("delete_memory", {"memory_id": tea["id"]}))
+    assert (await client.call_tool("get_memory", {"memory_id": tea["id"]})).is_error
+    events = _result(await client.call_tool("memory_history", {"memory_id": tea["id"]}))["history"]
+    assert events[-1]["event"] == "DELETE"
+    _result(await client.call_tool("delete_all_memories", {"user_id": "bob"}))
+    assert _result(await client.call_tool("get_memories", {"user_id": "bob"}))["results"] == []
+    assert len(_result(await client.call_tool("get_memories", ann))["results"]) == 1
+    _result(await client.call_tool("delete_all_memories", ann))
+    assert _result(await client.call_tool("get_memories", ann))["results"] == []
+
+
 async def test_every_tool_in_process(memory: AsyncMemory) -> None:
     server = build_server(memory, caller=lambda: Caller(org_id=ORG, default_user="ann"), can_infer=False)
     async with Client(server) as client:
-        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(listed) == TOOLS
-        hints = {name: tool.annotations for name, tool in listed.items() if tool.annotations is not None}
-        assert hints["search_memories"].read_only_hint is True
-        assert hints["delete_all_memories"].destructive_hint is True
-        assert hints["add_memory"].destructive_hint is False
-        assert "query" in listed["search_memories"].input_schema["required"]
-        assert all(tool.description for tool in listed.values())
-
-        added = _result(await client.call_tool("add_memory", {"text": "Ann drinks green tea every morning"}))
-        (tea,) = added["results"]
-        assert tea["event"] == "ADD"
-        after_tea = datetime.now(timezone.utc)
-        _result(await client.call_tool("add_memory", {"text": "Ann's sister lives in Lisbon", "metadata": {"k": 1}}))
-        _result(await client.call_tool("add_memory", {"text": "Bob plays chess", "user_id": "bob"}))
-
-        found = _result(await client.call_tool("search_memories", {"query": "what does Ann drink?", "top_k": 1}))
-        assert [hit["id"] for hit in found["results"]] == [tea["id"]]
-        # the default user applies only when no one is named
-        bobs = _result(await client.call_tool("search_memories", {"query": "chess", "user_id": "bob"}))
-        assert [hit["memory"] for hit in bobs["results"]] == ["Bob plays chess"]
-        listed_anns = _result(await client.call_tool("get_memories", {"filters": {"k": {"eq": 1}}}))
-        assert [m["memory"] for m in listed_anns["results"]] == ["Ann's sister lives in Lisbon"]
-        assert len(_result(await client.call_tool("get_memories", {}))["results"]) == 2
-
-        one = _result(await client.call_tool("get_memory", {"memory_id": tea["id"]}))
-        assert one["memory"] == "Ann drinks green tea every morning"
-        _result(await client.call_tool("update_memory", {"memory_id": tea["id"], "text": "Ann drinks black coffee"}))
-        assert _result(await client.call_tool("get_memory", {"memory_id": tea["id"]}))["memory"] == (
-            "Ann drinks black coffee"
-        )
-        # as_of: the memories the store held then (by the system clock), before the second one came
-        then = {"as_of": after_tea.isoformat(), "as_of_clock": "system", "user_id": "ann"}
-        assert [m["id"] for m in _result(await client.call_tool("get_memories", then))["results"]] == [tea["id"]]
-        history = _result(await client.call_tool("memory_history", {"memory_id": tea["id"]}))
-        assert [(e["event"], e["new_memory"]) for e in history["history"]] == [
-            ("ADD", "Ann drinks green tea every morning"),
-            ("UPDATE", "Ann drinks black coffee"),
-        ]
-
-        _result(await client.call_tool("delete_memory", {"memory_id": tea["id"]}))
-        assert (await client.call_tool("get_memory", {"memory_id": tea["id"]})).is_error
-        events = _result(await client.call_tool("memory_history", {"memory_id": tea["id"]}))["history"]
-        assert events[-1]["event"] == "DELETE"
-        _result(await client.call_tool("delete_all_memories", {"user_id": "bob"}))
-        assert _result(await client.call_tool("get_memories", {"user_id": "bob"}))["results"] == []
-        assert len(_result(await client.call_tool("get_memories", {}))["results"]) == 1
+        await _every_tool(client)
+        # the default user applies only when a call names no one
+        _result(await client.call_tool("add_memory", {"text": "Ann bikes to work"}))
+        _result(await client.call_tool("add_memory", {"text": "Cy bikes too", "user_id": "cy"}))
+        found = _result(await client.call_tool("search_memories", {"query": "bikes"}))
+        assert [hit["memory"] for hit in found["results"]] == ["Ann bikes to work"]
 
 
 @pytest.mark.parametrize(
@@ -202,7 +215,7 @@ async def test_stdio_subprocess(database_url: str) -> None:
     command = _command("--database-url", database_url, "--user-id", "desk")
     params = StdioServerParameters(command=command[0], args=command[1:], env=_child_env())
     async with Client(params) as client:
-        assert {tool.name for tool in (await client.list_tools()).tools} == TOOLS
+        await _every_tool(client)
         _result(await client.call_tool("add_memory", {"text": "The user's cat is called Miso"}))
         found = _result(await client.call_tool("search_memories", {"query": "cat's name"}))
         assert found["results"][0]["memory"] == "The user's cat is called Miso"
@@ -282,7 +295,7 @@ async def test_http_tenants_by_token_under_row_level_security(
 
         with _http_server(app_url) as url:
             async with _http_client(url, token_a) as a:
-                assert {tool.name for tool in (await a.list_tools()).tools} == TOOLS
+                await _every_tool(a)
                 secret = _result(await a.call_tool("add_memory", {"text": "A's launch date is May 3", "user_id": "u"}))
                 secret_id = secret["results"][0]["id"]
                 _result(await a.call_tool("add_memory", {"text": "Ann prefers email", "user_id": "ann"}))
