@@ -74,7 +74,10 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
         f"colocate_with => '{schema}.{ANCHOR}');"
         for name in distributed_tables()[1:]
     ]
-    lines += [f"SELECT create_reference_table('{schema}.{name}');" for name in REFERENCE_TABLES]
+    # A table of a later revision than the schema's is left to its migration (0012 makes its own).
+    for name in REFERENCE_TABLES:
+        table = f"to_regclass('{schema}.{name}')"
+        lines.append(f"SELECT create_reference_table({table}) WHERE {table} IS NOT NULL;")
     lines += [
         "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",
         "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL (one line here).",

@@ -10,6 +10,9 @@ its organization is known), and none but the owner may write. So the application
 requests under row-level security can check tokens but never mint or revoke one; the command line
 does that as the owner, as it runs migrations.
 
+On a schema already distributed by Citus (``organizations`` is), the table becomes a reference table
+here, as ``memora-pg db distribute`` makes it on a schema distributed after this revision.
+
 Revision ID: 0012
 Revises: 0011
 Create Date: 2026-12-02
@@ -23,11 +26,29 @@ import sqlalchemy as sa
 
 from alembic import op
 from memora_pg.migrations import options
+from memora_pg.sql_text import render
 
 revision: str = "0012"
 down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+
+# Decided by what the database holds (is the tenant table distributed?), not by whether Citus is installed.
+REFERENCE_ON_CITUS = """
+DO $$
+DECLARE
+    distributed boolean := false;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = to_regclass($1))'
+            INTO distributed USING '"{schema}".organizations';
+    END IF;
+    IF distributed THEN
+        PERFORM create_reference_table('"{schema}".access_tokens');
+    END IF;
+END $$
+"""
 
 
 def upgrade() -> None:
@@ -47,6 +68,7 @@ def upgrade() -> None:
     )
     op.execute(f'ALTER TABLE "{schema}".access_tokens ENABLE ROW LEVEL SECURITY')
     op.execute(f'CREATE POLICY token_lookup ON "{schema}".access_tokens FOR SELECT USING (true)')
+    op.execute(render(REFERENCE_ON_CITUS, schema=schema))
 
 
 def downgrade() -> None:

@@ -11,7 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, Settings
 from memora_pg.autogen import MemoryContent, MemoryMimeType
+from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.errors import DatabaseError
+from memora_pg.mcp import tokens
 from tests.citus.helpers import (
     memory_ids,
     worlds,
@@ -129,3 +132,27 @@ async def test_rls_isolation_with_set_local(app_url: str, owned: list[World]) ->
             assert await conn.scalar(text("SELECT count(*) FROM memora.users WHERE org_id = :o"), {"o": b.org_id}) == 0
     finally:
         await engine.dispose()
+
+
+async def test_mcp_tokens_on_the_cluster(database_url: str, app_url: str) -> None:
+    """The MCP server's tokens: a reference table the application role reads under row-level security,
+    and cannot write."""
+    owner = Database(database_url, settings=Settings(database_url=database_url, db_schema="memora"))
+    app = Database(app_url, settings=Settings(database_url=app_url, db_schema="memora", row_level_security=True))
+    try:
+        token, info = await tokens.mint(owner, org_id="citus-org", user_id="u")
+        assert await tokens.bearer(app, token) == tokens.Bearer(info.token_id, "citus-org", "u")
+        with pytest.raises(DatabaseError):
+            await tokens.mint(app, org_id="citus-org")
+        await tokens.revoke(owner, info.token_id)
+        assert await tokens.bearer(app, token) is None
+        async with (await owner.engine()).connect() as conn:
+            method = await conn.scalar(
+                text("SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = 'memora.access_tokens'::regclass")
+            )
+        assert method == "n"  # a reference table
+    finally:
+        async with (await owner.engine()).begin() as conn:
+            await conn.execute(text("DELETE FROM memora.access_tokens"))
+        await owner.close()
+        await app.close()

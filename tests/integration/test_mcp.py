@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from memora_pg import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
-from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.errors import DatabaseError, InvalidInputError, NotFoundError
 from memora_pg.mcp import Caller, build_server, tokens
 from memora_pg.mem0.llm import OpenAILLM
 from memora_pg.mem0.memory import AsyncMemory
@@ -292,6 +292,13 @@ async def test_http_tenants_by_token_under_row_level_security(
         token_a, _ = await tokens.mint(owner, org_id="tenant-a", name="a")
         token_b, info_b = await tokens.mint(owner, org_id="tenant-b", name="b")
         token_ann, _ = await tokens.mint(owner, org_id="tenant-a", user_id="ann", name="ann's assistant")
+        # the role that serves requests reads tokens, and cannot mint one
+        app = Database(app_url, settings=Settings(database_url=app_url, db_schema="memora", row_level_security=True))
+        try:
+            with pytest.raises(DatabaseError):
+                await tokens.mint(app, org_id="tenant-a")
+        finally:
+            await app.close()
 
         with _http_server(app_url) as url:
             async with _http_client(url, token_a) as a:
