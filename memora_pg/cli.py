@@ -23,7 +23,7 @@ EXAMPLES = {
     "reembed": "memora-pg reembed --embedder openai:text-embedding-3-small:1536",
     "text-search": "memora-pg text-search german",
     "export": "memora-pg export --org-id ORG -o acme.jsonl",
-    "import": "memora-pg import acme.jsonl",
+    "import": "memora-pg import acme.jsonl   |   memora-pg import --from mem0 --source-url URL --history-db H.db",
     "report": "memora-pg report --html report.html",
     "index": "memora-pg index drop",
     "mcp": "memora-pg mcp --http 127.0.0.1:8765   (after: memora-pg mcp token create --org-id acme)",
@@ -159,7 +159,31 @@ def build_parser() -> argparse.ArgumentParser:
         "Import an export in one transaction with batched inserts; nothing is written if any "
         "line is bad or a record exists already.",
     )
-    load.add_argument("input", help="the export file, or - for stdin")
+    load.add_argument("input", nargs="?", help="the export file, or - for stdin (not with --from)")
+    load.add_argument(
+        "--from",
+        dest="source_kind",
+        choices=["mem0"],
+        help="bring in another store's memories instead of an export: mem0 (its pgvector collection and history)",
+    )
+    load.add_argument("--source-url", help="--from: the source's PostgreSQL URL (only read)")
+    load.add_argument("--collection", default="mem0", help="--from mem0: its collection (table); default mem0")
+    load.add_argument("--source-schema", default="public", help="--from mem0: the collection's schema")
+    load.add_argument("--history-db", help="--from mem0: its SQLite history file (history_db_path)")
+    load.add_argument(
+        "--embedder",
+        default="local",
+        help="--from: the target's embedder: local (default), hash:DIM, openai:MODEL[:DIM]",
+    )
+    load.add_argument("--base-url", help="--from: an OpenAI-compatible endpoint for --embedder openai:...")
+    load.add_argument(
+        "--keep-vectors",
+        action="store_true",
+        help="--from: copy the source's vectors, once a sample shows the embedder makes the same ones",
+    )
+    load.add_argument("--dry-run", action="store_true", help="--from: count and check, write nothing")
+    load.add_argument("--verify", action="store_true", help="--from: compare the source with memora_pg, write nothing")
+    load.add_argument("--batch-size", type=int, default=500, help="--from: rows per transaction (default 500)")
 
     index = _command(
         subparsers,

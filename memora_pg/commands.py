@@ -264,6 +264,11 @@ def cmd_import(args: argparse.Namespace) -> int:
     from memora_pg.db import Database
     from memora_pg.ops import transfer
 
+    if args.source_kind is not None:
+        return _import_from(args)
+    if args.input is None:
+        raise argparse.ArgumentTypeError("memora-pg import: give an export file, or --from")
+
     async def go() -> int:
         async with Database(settings=_settings(args)) as database:
             bar = Progress("importing")
@@ -395,3 +400,51 @@ async def _mcp_token(args: argparse.Namespace, tokens: Any) -> int:
             info = await tokens.revoke(database, args.token_id)
             _print(args, dataclasses.asdict(info), f"revoked {info.token_id} ({info.org_id})")
     return 0
+
+
+def _import_from(args: argparse.Namespace) -> int:
+    from memora_pg.db import Database
+    from memora_pg.errors import InvalidInputError
+    from memora_pg.ops.importers.mem0 import Mem0Source, import_mem0
+    from memora_pg.ops.importers.mem0_verify import verify_mem0
+
+    if not args.source_url:
+        raise InvalidInputError("memora-pg import --from mem0 needs --source-url")
+    source = Mem0Source(
+        url=args.source_url,
+        collection=args.collection,
+        schema=args.source_schema,
+        history_db=Path(args.history_db) if args.history_db else None,
+    )
+    embedder = parse_embedder(args.embedder, args.base_url)
+
+    async def go() -> int:
+        async with Database(settings=_settings(args)) as database:
+            if args.verify:
+                differences = await verify_mem0(database, source, embedder)
+                _print(args, differences, "\n".join(differences) or "no differences")
+                return 1 if differences else 0
+            bar = Progress("importing")
+            try:
+                done = await import_mem0(
+                    database,
+                    source,
+                    embedder,
+                    keep_vectors=args.keep_vectors,
+                    dry_run=args.dry_run,
+                    batch_size=args.batch_size,
+                    progress=bar.update,
+                )
+            finally:
+                bar.close()
+        data = done.as_dict()
+        lines = [
+            ("would import" if args.dry_run else "imported")
+            + ": "
+            + _counts({k: v for k, v in data.items() if k != "refused"})
+        ]
+        lines += [f"refused {r.source} {r.key}: {r.reason}" for r in done.refused]
+        _print(args, data, "\n".join(lines))
+        return 0
+
+    return _run(go())

@@ -1,0 +1,419 @@
+"""``memora-pg import --from mem0``: a mem0 2.x deployment (pgvector collection + SQLite history) into the
+mem0-style face's tables, in one transaction per batch, as often as you like.
+
+The source is only read: the collection in one read-only REPEATABLE READ transaction (a snapshot; a
+SELECT's share lock and nothing more), the history file opened read-only. Ids are kept (a mem0 memory
+id is the memory's id here too, a history event's id its event's), so a second run writes only what
+is new: a memory whose ``updated_at`` changed is rewritten, an unchanged one is skipped before it is
+embedded, and an event already there is left alone. An import stopped anywhere (each batch commits
+whole or not at all) and run again ends where one uninterrupted run would have.
+
+Vectors: re-embedded with the target's embedder, in batches; or, with ``keep_vectors``, copied as they
+are, once a sample has shown that the target's embedder makes the same vectors (same dimension, and
+a cosine of at least 0.98 on every sampled memory): a model is never assumed. The full-text vectors
+are always computed here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import make_url
+
+from memora_pg import catalog
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder, embed_checked
+from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
+from memora_pg.mem0.shapes import NO_USER
+from memora_pg.ops.importers import mem0_records as records
+from memora_pg.sql_text import render
+from memora_pg.statements import sql
+
+Progress = Callable[[int, int], None]
+
+# The cosine a kept vector must reach against the target embedder's own vector of the same text.
+SAME_MODEL = 0.98
+SAMPLE = 8
+
+
+@dataclass(frozen=True)
+class Mem0Source:
+    """Where a mem0 deployment keeps its memories: ``url`` (PostgreSQL), ``collection`` (its table, in
+    ``schema``), and ``history_db``, the SQLite file of its history (optional)."""
+
+    url: str
+    collection: str
+    schema: str = "public"
+    history_db: Path | None = None
+
+    @property
+    def org_id(self) -> str:
+        return f"mem0:{self.collection}"
+
+
+@dataclass
+class Imported:
+    """What an import did (or, dry, would do)."""
+
+    memories_added: int = 0
+    memories_updated: int = 0
+    memories_unchanged: int = 0
+    events_added: int = 0
+    events_present: int = 0
+    vectors_kept: int = 0
+    vectors_embedded: int = 0
+    refused: list[records.Refused] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts = {k: v for k, v in vars(self).items() if k != "refused"}
+        return {**counts, "refused": [vars(r) for r in self.refused]}
+
+
+def _plain(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# -- reading the source -----------------------------------------------------------------------------
+
+
+class Snapshot:
+    """The collection, read in one read-only REPEATABLE READ transaction."""
+
+    def __init__(self, source: Mem0Source) -> None:
+        self.source = source
+        self.table = f"{_quoted(source.schema)}.{_quoted(source.collection)}"
+
+    async def __aenter__(self) -> Snapshot:
+        try:
+            self.conn = await asyncpg.connect(_plain(self.source.url))
+        except (OSError, asyncpg.PostgresError) as error:
+            raise ConfigurationError(f"cannot connect to the mem0 database: {error}") from error
+        self.transaction = self.conn.transaction(isolation="repeatable_read", readonly=True)
+        await self.transaction.start()
+        found = await self.conn.fetchval("SELECT to_regclass($1) IS NOT NULL", self.table)
+        if not found:
+            await self.__aexit__()
+            raise NotFoundError(f"no mem0 collection {self.source.collection!r} in schema {self.source.schema!r}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.transaction.rollback()
+        finally:
+            await self.conn.close()
+
+    async def dimensions(self) -> int | None:
+        kind = await self.conn.fetchval(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = to_regclass($1) AND attname = 'vector'",
+            self.table,
+        )
+        digits = "".join(c for c in str(kind or "") if c.isdigit())
+        return int(digits) if digits else None
+
+    async def count(self) -> int:
+        return int(await self.conn.fetchval(f"SELECT count(*) FROM {self.table}"))
+
+    async def rows(self, batch_size: int, *, vectors: bool) -> AsyncIterator[list[asyncpg.Record]]:
+        vector = "vector::text" if vectors else "NULL::text"
+        query = f"SELECT id, {vector} AS vector, payload::text AS payload FROM {self.table} ORDER BY id"
+        batch: list[asyncpg.Record] = []
+        async for row in self.conn.cursor(query, prefetch=batch_size):
+            batch.append(row)
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def history_rows(path: Path | None) -> Iterator[dict[str, Any]]:
+    """mem0's history events, oldest first, from its SQLite file opened read-only."""
+    if path is None:
+        return
+    if not path.exists():
+        raise NotFoundError(f"no mem0 history file at {path}")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        cursor = conn.execute(
+            "SELECT id, memory_id, old_memory, new_memory, event, created_at, updated_at, is_deleted, actor_id, role "
+            "FROM history ORDER BY DATETIME(coalesce(updated_at, created_at)), rowid"
+        )
+        while rows := cursor.fetchmany(1000):
+            yield from (dict(row) for row in rows)
+    except sqlite3.Error as error:
+        raise InvalidInputError(f"{path} is not a mem0 history database: {error}") from error
+    finally:
+        conn.close()
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+VERSIONS = """
+SELECT memory_id, metadata ->> 'updated_at' AS version
+FROM {schema}.memories
+WHERE org_id = :org_id AND memory_id = ANY(CAST(:memory_ids AS uuid[]))
+"""
+
+# The organization and the batch's users, made on first sight: the head of both writes.
+SCOPE = """
+WITH organization AS (
+    INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :org_name)
+    ON CONFLICT DO NOTHING
+),
+batch_users AS (
+    INSERT INTO {schema}.users (org_id, user_id, user_name)
+    SELECT DISTINCT :org_id, u, u FROM unnest(CAST(:user_ids AS text[])) AS u
+    ON CONFLICT DO NOTHING
+)"""
+
+# The memories: new ones added, changed ones rewritten, in one statement.
+WRITE_MEMORIES = render(
+    """
+{scope}
+INSERT INTO {schema}.memories AS m
+    (org_id, memory_id, user_id, agent_id, memory, obtained_at, stored_at, metadata, embedding, search_text, expires_at)
+SELECT :org_id, r.memory_id, r.user_id, r.agent_id, r.memory, r.created_at, r.created_at,
+       CAST(r.metadata AS jsonb), CAST(r.embedding AS vector), {schema}.to_search_text(r.memory), r.expires_at
+FROM unnest(
+    CAST(:memory_ids AS uuid[]), CAST(:user_ids AS text[]), CAST(:agent_ids AS text[]), CAST(:texts AS text[]),
+    CAST(:created AS timestamptz[]), CAST(:metadata AS text[]), CAST(:embeddings AS text[]),
+    CAST(:expires AS timestamptz[])
+) AS r(memory_id, user_id, agent_id, memory, created_at, metadata, embedding, expires_at)
+ON CONFLICT (org_id, memory_id) DO UPDATE SET
+    user_id = excluded.user_id, agent_id = excluded.agent_id, memory = excluded.memory,
+    metadata = excluded.metadata, embedding = excluded.embedding, search_text = excluded.search_text,
+    expires_at = excluded.expires_at
+""",
+    scope=SCOPE,
+)
+
+# Events in the source's order (their seq follows it), each once.
+WRITE_EVENTS = render(
+    """
+{scope},
+written AS (
+    INSERT INTO {schema}.memory_history
+        (org_id, event_id, memory_id, user_id, event, old_memory, new_memory, actor_id, role, is_deleted, created_at)
+    SELECT :org_id, e.event_id, e.memory_id, e.user_id, e.event, e.old_memory, e.new_memory, e.actor_id, e.role,
+           e.is_deleted, e.at
+    FROM unnest(
+        CAST(:event_ids AS uuid[]), CAST(:memory_ids AS uuid[]), CAST(:user_ids AS text[]), CAST(:events AS text[]),
+        CAST(:old AS text[]), CAST(:new AS text[]), CAST(:actors AS text[]), CAST(:roles AS text[]),
+        CAST(:deleted AS boolean[]), CAST(:at AS timestamptz[])
+    ) WITH ORDINALITY
+        AS e(event_id, memory_id, user_id, event, old_memory, new_memory, actor_id, role, is_deleted, at, n)
+    ORDER BY e.n
+    ON CONFLICT (org_id, event_id) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*) FROM written
+""",
+    scope=SCOPE,
+)
+
+
+EVENTS_PRESENT = """
+SELECT count(*) FROM {schema}.memory_history
+WHERE org_id = :org_id AND event_id = ANY(CAST(:ids AS uuid[]))
+"""
+
+
+def _vector_text(vector: Sequence[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+async def _check_kept_vectors(embedder: Embedder, dimensions: int | None, sample: list[records.Memory]) -> None:
+    """Refuse to keep vectors that the target's embedder would not have made."""
+    if dimensions != embedder.dimensions:
+        raise ConfigurationError(
+            f"--keep-vectors: the source's vectors have {dimensions} dimensions, the embedder {embedder.dimensions}: "
+            "import without it to re-embed"
+        )
+    with_vectors = [m for m in sample if m.vector][:SAMPLE]
+    ours = await embed_checked(embedder, [m.text for m in with_vectors], query=False)
+    for kept, made in zip(with_vectors, ours, strict=True):
+        theirs = [float(x) for x in (kept.vector or "[]").strip("[]").split(",")]
+        similarity = _cosine(theirs, made)
+        if similarity < SAME_MODEL:
+            raise ConfigurationError(
+                f"--keep-vectors: memory {kept.memory_id}'s vector is not the embedder's (cosine {similarity:.3f} "
+                f"< {SAME_MODEL}): the source used another model; import without --keep-vectors to re-embed"
+            )
+
+
+async def import_mem0(
+    database: Database,
+    source: Mem0Source,
+    embedder: Embedder,
+    *,
+    keep_vectors: bool = False,
+    dry_run: bool = False,
+    batch_size: int = 500,
+    progress: Progress | None = None,
+) -> Imported:
+    """Bring ``source`` into the mem0-style face's organization ``mem0:<collection>`` of ``database``."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
+        raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
+    done = Imported()
+    if dry_run:
+        # A dry run writes nothing, not even the schema: into a database without it, every memory is new.
+        async with database.transaction(read_only=True) as conn:
+            migrated = await catalog.vector_dimensions(conn, database.schema, "memories") is not None
+    else:
+        await database.ensure_schema(embedder.dimensions)
+        migrated = True
+    if migrated:
+        await database.check_embedder(embedder.dimensions)
+    imported_at = datetime.now(timezone.utc)
+    users_of: dict[uuid.UUID, str] = {}
+    async with Snapshot(source) as snapshot:
+        total, seen = await snapshot.count(), 0
+        dimensions = await snapshot.dimensions()
+        checked = False
+        async for rows in snapshot.rows(batch_size, vectors=keep_vectors):
+            batch: list[records.Memory] = []
+            for row in rows:
+                payload = json.loads(row["payload"] or "null")
+                converted = records.memory(row["id"], payload, row["vector"], imported_at=imported_at)
+                if isinstance(converted, records.Refused):
+                    done.refused.append(converted)
+                else:
+                    batch.append(converted)
+                    users_of[converted.memory_id] = converted.user_id
+            if keep_vectors and not checked and batch:
+                await _check_kept_vectors(embedder, dimensions, batch)
+                checked = True
+            await _write_memories(
+                database, source, embedder, batch, done, keep_vectors=keep_vectors, dry_run=dry_run, migrated=migrated
+            )
+            seen += len(rows)
+            if progress is not None:
+                progress(seen, total)
+    await _write_events(database, source, users_of, done, batch_size=batch_size, dry_run=dry_run, migrated=migrated)
+    return done
+
+
+async def _write_memories(
+    database: Database,
+    source: Mem0Source,
+    embedder: Embedder,
+    batch: list[records.Memory],
+    done: Imported,
+    *,
+    keep_vectors: bool,
+    dry_run: bool,
+    migrated: bool,
+) -> None:
+    if not batch:
+        return
+    present: dict[uuid.UUID, str | None] = {}
+    if migrated:
+        async with database.transaction(read_only=dry_run, org_id=source.org_id) as conn:
+            ids = [m.memory_id for m in batch]
+            rows = await conn.execute(sql(conn, VERSIONS), {"org_id": source.org_id, "memory_ids": ids})
+            present = {row.memory_id: row.version for row in rows}
+    fresh = [m for m in batch if m.memory_id not in present]
+    changed = [m for m in batch if m.memory_id in present and present[m.memory_id] != m.version]
+    done.memories_unchanged += len(batch) - len(fresh) - len(changed)
+    done.memories_added += len(fresh)
+    done.memories_updated += len(changed)
+    writes = fresh + changed
+    if dry_run or not writes:
+        return
+    if keep_vectors:
+        vectors = [m.vector for m in writes]
+        done.vectors_kept += len(writes)
+    else:
+        vectors = [_vector_text(v) for v in await embed_checked(embedder, [m.text for m in writes], query=False)]
+        done.vectors_embedded += len(writes)
+    params = {
+        "org_id": source.org_id,
+        "org_name": source.collection,
+        "memory_ids": [m.memory_id for m in writes],
+        "user_ids": [m.user_id for m in writes],
+        "agent_ids": [m.agent_id for m in writes],
+        "texts": [m.text for m in writes],
+        "created": [m.created_at for m in writes],
+        "metadata": [json.dumps(m.metadata) for m in writes],
+        "embeddings": vectors,
+        "expires": [m.expires_at for m in writes],
+    }
+    async with database.transaction(org_id=source.org_id) as conn:
+        await conn.execute(sql(conn, WRITE_MEMORIES), params)
+
+
+async def _write_events(
+    database: Database,
+    source: Mem0Source,
+    users_of: dict[uuid.UUID, str],
+    done: Imported,
+    *,
+    batch_size: int,
+    dry_run: bool,
+    migrated: bool,
+) -> None:
+    batch: list[records.Event] = []
+
+    async def flush() -> None:
+        if not batch:
+            return
+        if dry_run:
+            present = 0
+            if migrated:
+                async with database.transaction(read_only=True, org_id=source.org_id) as conn:
+                    ids = [e.event_id for e in batch]
+                    present = int(await conn.scalar(sql(conn, EVENTS_PRESENT), {"org_id": source.org_id, "ids": ids}))
+            done.events_present += present
+            done.events_added += len(batch) - present
+        else:
+            params = {
+                "org_id": source.org_id,
+                "org_name": source.collection,
+                "event_ids": [e.event_id for e in batch],
+                "memory_ids": [e.memory_id for e in batch],
+                # mem0 keeps no user with an event; a deleted memory's events go to the collection's ''.
+                "user_ids": [users_of.get(e.memory_id, NO_USER) for e in batch],
+                "events": [e.event for e in batch],
+                "old": [e.old_memory for e in batch],
+                "new": [e.new_memory for e in batch],
+                "actors": [e.actor_id for e in batch],
+                "roles": [e.role for e in batch],
+                "deleted": [e.is_deleted for e in batch],
+                "at": [e.at for e in batch],
+            }
+            async with database.transaction(org_id=source.org_id) as conn:
+                added = int(await conn.scalar(sql(conn, WRITE_EVENTS), params) or 0)
+            done.events_added += added
+            done.events_present += len(batch) - added
+        batch.clear()
+
+    for row in history_rows(source.history_db):
+        converted = records.event(row)
+        if isinstance(converted, records.Refused):
+            done.refused.append(converted)
+            continue
+        batch.append(converted)
+        if len(batch) == batch_size:
+            await flush()
+    await flush()
