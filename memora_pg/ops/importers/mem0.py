@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import make_url
 
 from memora_pg import catalog
 from memora_pg.db import Database
@@ -35,6 +34,7 @@ from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import mem0_records as records
+from memora_pg.ops.importers.source import Snapshot, quoted
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -78,65 +78,20 @@ class Imported:
         return {**counts, "refused": [vars(r) for r in self.refused]}
 
 
-def _plain(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 # -- reading the source -----------------------------------------------------------------------------
 
 
-class Snapshot:
-    """The collection, read in one read-only REPEATABLE READ transaction."""
+class Collection(Snapshot):
+    """The collection, in one read-only snapshot."""
 
     def __init__(self, source: Mem0Source) -> None:
-        self.source = source
-        self.table = f"{_quoted(source.schema)}.{_quoted(source.collection)}"
-
-    async def __aenter__(self) -> Snapshot:
-        try:
-            self.conn = await asyncpg.connect(_plain(self.source.url))
-        except (OSError, asyncpg.PostgresError) as error:
-            raise ConfigurationError(f"cannot connect to the mem0 database: {error}") from error
-        self.transaction = self.conn.transaction(isolation="repeatable_read", readonly=True)
-        await self.transaction.start()
-        found = await self.conn.fetchval("SELECT to_regclass($1) IS NOT NULL", self.table)
-        if not found:
-            await self.__aexit__()
-            raise NotFoundError(f"no mem0 collection {self.source.collection!r} in schema {self.source.schema!r}")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        try:
-            await self.transaction.rollback()
-        finally:
-            await self.conn.close()
-
-    async def dimensions(self) -> int | None:
-        kind = await self.conn.fetchval(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-            "WHERE attrelid = to_regclass($1) AND attname = 'vector'",
-            self.table,
-        )
-        digits = "".join(c for c in str(kind or "") if c.isdigit())
-        return int(digits) if digits else None
-
-    async def count(self) -> int:
-        return int(await self.conn.fetchval(f"SELECT count(*) FROM {self.table}"))
+        self.table = f"{quoted(source.schema)}.{quoted(source.collection)}"
+        super().__init__(source.url, self.table, what="mem0 deployment")
 
     async def rows(self, batch_size: int, *, vectors: bool) -> AsyncIterator[list[asyncpg.Record]]:
         vector = "vector::text" if vectors else "NULL::text"
         query = f"SELECT id, {vector} AS vector, payload::text AS payload FROM {self.table} ORDER BY id"
-        batch: list[asyncpg.Record] = []
-        async for row in self.conn.cursor(query, prefetch=batch_size):
-            batch.append(row)
-            if len(batch) == batch_size:
-                yield batch
-                batch = []
-        if batch:
+        async for batch in self.batches(query, batch_size):
             yield batch
 
 
@@ -287,9 +242,9 @@ async def import_mem0(
         await database.check_embedder(embedder.dimensions)
     imported_at = datetime.now(timezone.utc)
     users_of: dict[uuid.UUID, str] = {}
-    async with Snapshot(source) as snapshot:
-        total, seen = await snapshot.count(), 0
-        dimensions = await snapshot.dimensions()
+    async with Collection(source) as snapshot:
+        total, seen = await snapshot.count(f"SELECT count(*) FROM {snapshot.table}"), 0
+        dimensions = await snapshot.dimensions(snapshot.table, "vector")
         checked = False
         async for rows in snapshot.rows(batch_size, vectors=keep_vectors):
             batch: list[records.Memory] = []

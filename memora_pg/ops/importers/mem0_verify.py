@@ -17,7 +17,7 @@ from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
 from memora_pg.mem0.memory import AsyncMemory
 from memora_pg.ops.importers import mem0_records as records
-from memora_pg.ops.importers.mem0 import Mem0Source, Snapshot, history_rows
+from memora_pg.ops.importers.mem0 import Collection, Mem0Source, history_rows
 from memora_pg.statements import sql
 
 # mem0's get: these payload keys are shown beside the text, the others (but its own) as metadata.
@@ -56,7 +56,7 @@ async def verify_mem0(database: Database, source: Mem0Source, embedder: Embedder
     differences: list[str] = []
     seen: set[str] = set()
     try:
-        async with Snapshot(source) as snapshot:
+        async with Collection(source) as snapshot:
             async for rows in snapshot.rows(500, vectors=False):
                 for row in rows:
                     memory_id, payload = str(row["id"]), json.loads(row["payload"] or "null")

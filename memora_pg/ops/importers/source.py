@@ -1,0 +1,75 @@
+"""Reading another store's PostgreSQL tables without touching them: one read-only REPEATABLE READ
+transaction (a snapshot: a SELECT's share lock and nothing more), rows in batches through a cursor."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import make_url
+
+from memora_pg.errors import ConfigurationError, NotFoundError
+
+S = TypeVar("S", bound="Snapshot")
+
+
+def quoted(name: str) -> str:
+    """A SQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Snapshot:
+    """A connection to the source holding one read-only snapshot, rolled back (never committed) at the end.
+
+    ``tables`` must exist (else ``NotFoundError`` naming ``what``); their names are SQL identifiers,
+    quoted, optionally schema-qualified.
+    """
+
+    def __init__(self, url: str, *tables: str, what: str) -> None:
+        self.url = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self.tables = tables
+        self.what = what
+
+    async def __aenter__(self: S) -> S:
+        try:
+            self.conn = await asyncpg.connect(self.url)
+        except (OSError, asyncpg.PostgresError) as error:
+            raise ConfigurationError(f"cannot connect to the {self.what}'s database: {error}") from error
+        self.transaction = self.conn.transaction(isolation="repeatable_read", readonly=True)
+        await self.transaction.start()
+        for table in self.tables:
+            if not await self.conn.fetchval("SELECT to_regclass($1) IS NOT NULL", table):
+                await self.__aexit__()
+                raise NotFoundError(f"the {self.what} has no table {table}")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self.transaction.rollback()
+        finally:
+            await self.conn.close()
+
+    async def dimensions(self, table: str, column: str) -> int | None:
+        """The declared dimension of a vector column, None without one."""
+        kind = await self.conn.fetchval(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = to_regclass($1) AND attname = $2",
+            table,
+            column,
+        )
+        digits = "".join(c for c in str(kind or "") if c.isdigit())
+        return int(digits) if digits else None
+
+    async def count(self, query: str) -> int:
+        return int(await self.conn.fetchval(query))
+
+    async def batches(self, query: str, batch_size: int) -> AsyncIterator[list[Any]]:
+        batch: list[Any] = []
+        async for row in self.conn.cursor(query, prefetch=batch_size):
+            batch.append(row)
+            if len(batch) == batch_size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
