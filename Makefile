@@ -4,8 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # The upstream Memora agent with its exact pins, beside memora_pg (proves the two install together).
 MEMORA_BIN := .venv-memora/bin
-# The real mem0ai 2.2.x, AutoGen AgentChat, autogen-ext and Agent Framework's mem0 provider beside memora_pg,
-# for the differential tests.
+# The real mem0ai 2.2.x, AutoGen AgentChat, autogen-ext, Agent Framework's mem0 provider and LangGraph's
+# PostgresStore beside memora_pg, for the differential tests.
 DIFF_BIN := .venv-diff/bin
 
 .PHONY: demo test lint install clean bench system-deps diff-env
@@ -42,7 +42,7 @@ $(DIFF_BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv-diff
 	$(DIFF_BIN)/pip install --quiet --upgrade pip
 	$(DIFF_BIN)/pip install --quiet 'mem0ai==2.2.1' 'autogen-agentchat==0.7.5' 'autogen-ext[mem0,openai]==0.7.5' \
-		'agent-framework-core==1.23.0' 'agent-framework-mem0==1.0.0b261015' \
+		'agent-framework-core==1.23.0' 'agent-framework-mem0==1.0.0b261015' 'langgraph-checkpoint-postgres==3.2.0' \
 		'psycopg[binary,pool]' -e '.[local,autogen]' pytest pytest-asyncio
 	$(DIFF_BIN)/pip check
 	touch $@

@@ -163,13 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument(
         "--from",
         dest="source_kind",
-        choices=["mem0"],
-        help="bring in another store's memories instead of an export: mem0 (its pgvector collection and history)",
+        choices=["mem0", "langgraph"],
+        help="bring in another store's memories instead of an export: mem0 (its pgvector collection and history),"
+        " langgraph (a PostgresStore's items, as AutoGen-face entries)",
     )
     load.add_argument("--source-url", help="--from: the source's PostgreSQL URL (only read)")
     load.add_argument("--collection", default="mem0", help="--from mem0: its collection (table); default mem0")
     load.add_argument("--source-schema", default="public", help="--from mem0: the collection's schema")
     load.add_argument("--history-db", help="--from mem0: its SQLite history file (history_db_path)")
+    load.add_argument("--org-id", help="--from langgraph: the organization of the entries (default: AutoGen's default)")
     load.add_argument(
         "--embedder",
         default="local",
@@ -182,7 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="--from: copy the source's vectors, once a sample shows the embedder makes the same ones",
     )
     load.add_argument("--dry-run", action="store_true", help="--from: count and check, write nothing")
-    load.add_argument("--verify", action="store_true", help="--from: compare the source with memora_pg, write nothing")
+    load.add_argument(
+        "--verify", action="store_true", help="--from mem0: compare the source with memora_pg, write nothing"
+    )
     load.add_argument("--batch-size", type=int, default=500, help="--from: rows per transaction (default 500)")
 
     index = _command(

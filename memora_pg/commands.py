@@ -405,12 +405,13 @@ async def _mcp_token(args: argparse.Namespace, tokens: Any) -> int:
 def _import_from(args: argparse.Namespace) -> int:
     from memora_pg.db import Database
     from memora_pg.errors import InvalidInputError
+    from memora_pg.ops.importers.langgraph import LangGraphSource, import_langgraph
     from memora_pg.ops.importers.mem0 import Mem0Source, import_mem0
     from memora_pg.ops.importers.mem0_verify import verify_mem0
 
     if not args.source_url:
-        raise InvalidInputError("memora-pg import --from mem0 needs --source-url")
-    source = Mem0Source(
+        raise InvalidInputError(f"memora-pg import --from {args.source_kind} needs --source-url")
+    mem0 = Mem0Source(
         url=args.source_url,
         collection=args.collection,
         schema=args.source_schema,
@@ -421,28 +422,41 @@ def _import_from(args: argparse.Namespace) -> int:
     async def go() -> int:
         async with Database(settings=_settings(args)) as database:
             if args.verify:
-                differences = await verify_mem0(database, source, embedder)
+                if args.source_kind != "mem0":
+                    raise InvalidInputError("--verify compares a mem0 source")
+                differences = await verify_mem0(database, mem0, embedder)
                 _print(args, differences, "\n".join(differences) or "no differences")
                 return 1 if differences else 0
             bar = Progress("importing")
             try:
-                done = await import_mem0(
-                    database,
-                    source,
-                    embedder,
-                    keep_vectors=args.keep_vectors,
-                    dry_run=args.dry_run,
-                    batch_size=args.batch_size,
-                    progress=bar.update,
-                )
+                done: Any
+                if args.source_kind == "mem0":
+                    done = await import_mem0(
+                        database,
+                        mem0,
+                        embedder,
+                        keep_vectors=args.keep_vectors,
+                        dry_run=args.dry_run,
+                        batch_size=args.batch_size,
+                        progress=bar.update,
+                    )
+                else:
+                    if args.keep_vectors:
+                        raise InvalidInputError("--keep-vectors: LangGraph's vectors are of fields, not of entries")
+                    source = LangGraphSource(args.source_url, args.source_schema, args.org_id or "default")
+                    done = await import_langgraph(
+                        database,
+                        source,
+                        embedder,
+                        dry_run=args.dry_run,
+                        batch_size=args.batch_size,
+                        progress=bar.update,
+                    )
             finally:
                 bar.close()
         data = done.as_dict()
-        lines = [
-            ("would import" if args.dry_run else "imported")
-            + ": "
-            + _counts({k: v for k, v in data.items() if k != "refused"})
-        ]
+        counts = {k: v for k, v in data.items() if k != "refused"}
+        lines = [("would import: " if args.dry_run else "imported: ") + _counts(counts)]
         lines += [f"refused {r.source} {r.key}: {r.reason}" for r in done.refused]
         _print(args, data, "\n".join(lines))
         return 0

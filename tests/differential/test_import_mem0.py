@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
+import subprocess
+import sys
 import uuid
 from datetime import date, timedelta
 from pathlib import Path
@@ -236,3 +240,25 @@ async def test_ten_thousand_memories_through_the_batch_path(
     finally:
         theirs.vector_store.delete_col()
         theirs.close()
+
+
+def test_the_command_line(source: Any, target: str, fake_openai: FakeOpenAIServer) -> None:
+    """memora-pg import --from mem0: dry run, import, verify (exit 0, no difference)."""
+    _, mem0_source, _ = source
+    assert mem0_source.history_db is not None
+    base = [
+        sys.executable, "-m", "memora_pg", "import", "--from", "mem0", "--database-url", target,
+        "--source-url", mem0_source.url, "--collection", mem0_source.collection,
+        "--history-db", str(mem0_source.history_db), "--embedder", f"openai:fake-model:{DIMS}",
+        "--base-url", fake_openai.base_url, "--json",
+    ]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": "test"}
+
+    def run(*extra: str) -> Any:
+        done = subprocess.run([*base, *extra], env=env, capture_output=True, text=True, timeout=300, check=False)  # noqa: S603
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    assert run("--dry-run")["memories_added"] == 5
+    assert run()["events_added"] == 9
+    assert run("--verify") == []

@@ -28,13 +28,12 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
-from memora_pg import catalog
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import mem0_records as records
-from memora_pg.ops.importers.source import Snapshot, quoted
+from memora_pg.ops.importers.source import Snapshot, quoted, target_ready
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -231,15 +230,7 @@ async def import_mem0(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
     done = Imported()
-    if dry_run:
-        # A dry run writes nothing, not even the schema: into a database without it, every memory is new.
-        async with database.transaction(read_only=True) as conn:
-            migrated = await catalog.vector_dimensions(conn, database.schema, "memories") is not None
-    else:
-        await database.ensure_schema(embedder.dimensions)
-        migrated = True
-    if migrated:
-        await database.check_embedder(embedder.dimensions)
+    migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
     imported_at = datetime.now(timezone.utc)
     users_of: dict[uuid.UUID, str] = {}
     async with Collection(source) as snapshot:

@@ -9,6 +9,9 @@ from typing import Any, TypeVar
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import make_url
 
+from memora_pg import catalog
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder
 from memora_pg.errors import ConfigurationError, NotFoundError
 
 S = TypeVar("S", bound="Snapshot")
@@ -73,3 +76,19 @@ class Snapshot:
                 batch = []
         if batch:
             yield batch
+
+
+async def target_ready(database: Database, embedder: Embedder, *, dry_run: bool, table: str) -> bool:
+    """Whether the target holds memora_pg's schema, with the embedder's dimension in ``table``.
+
+    An import brings the schema to head first; a dry run writes nothing, not even the schema, so
+    into a database without it every row is new (False).
+    """
+    if dry_run:
+        async with database.transaction(read_only=True) as conn:
+            if await catalog.vector_dimensions(conn, database.schema, table) is None:
+                return False
+    else:
+        await database.ensure_schema(embedder.dimensions)
+    await database.check_embedder(embedder.dimensions, table=table)
+    return True

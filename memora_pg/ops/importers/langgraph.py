@@ -1,0 +1,216 @@
+"""``memora-pg import --from langgraph``: LangGraph's ``PostgresStore`` (tables ``store`` and ``store_vectors``)
+into the AutoGen face's entries, in one transaction per batch, as often as you like.
+
+Each item becomes an AutoGen-face JSON entry, not a mem0-style memory: an item is a JSON document
+under a namespace and a key of the caller's choosing, which is what an AutoGen entry is (a JSON
+content in a namespace, with metadata, no user required), while a mem0 memory is one short text of
+a user, agent or run with an id of its own. So:
+
+* the namespace ``("users", "alice", "memories")`` (stored by LangGraph as ``users.alice.memories``)
+  is the entry's namespace: ``PostgresMemory("users.alice.memories")`` lists and searches the items;
+* the value is the entry's JSON content, its key and times in the entry's metadata
+  (``langgraph_key``, ``langgraph_namespace``, ``langgraph_updated_at``, ``langgraph_expires_at``);
+* the entry's id is derived from the namespace and the key (a UUID v5), so a second run rewrites an
+  item whose ``updated_at`` changed, skips the others before embedding them, and adds no duplicate.
+
+Vectors are always made again: LangGraph embeds chosen fields of a value one by one, the AutoGen face
+embeds the whole entry (its canonical JSON text), and a search here ranks those. Items past their TTL
+(``expires_at``) are left out and counted: PostgresStore keeps them until a sweep, but they are gone
+for its reader that omits expired items. Organization: the AutoGen face's default unless given.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from memora_pg.autogen.arguments import DEFAULT_ORG_ID, DEFAULT_ORG_NAME
+from memora_pg.db import Database
+from memora_pg.embeddings import Embedder, embed_checked
+from memora_pg.errors import InvalidInputError
+from memora_pg.graph.autogen_contents import canonical_json
+from memora_pg.ops.importers.mem0_records import Refused
+from memora_pg.ops.importers.source import Snapshot, quoted, target_ready
+from memora_pg.sql_text import render
+from memora_pg.statements import sql
+
+Progress = Callable[[int, int], None]
+ITEM_NAMESPACE = uuid.UUID("5f0c1a3e-8d2b-4c61-a7e4-3b9d0f2c6a18")
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class LangGraphSource:
+    """Where a ``PostgresStore`` keeps its items: ``url``, in ``schema`` (LangGraph's default: public)."""
+
+    url: str
+    schema: str = "public"
+    org_id: str = DEFAULT_ORG_ID
+
+
+@dataclass
+class ImportedItems:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    expired: int = 0
+    refused: list[Refused] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts = {k: v for k, v in vars(self).items() if k != "refused"}
+        return {**counts, "refused": [vars(r) for r in self.refused]}
+
+
+@dataclass(frozen=True)
+class Item:
+    content_id: uuid.UUID
+    namespace: str
+    key: str
+    text: str  # the canonical JSON text: the content, and what is embedded
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    @property
+    def version(self) -> str:
+        return str(self.metadata["langgraph_updated_at"])
+
+
+def content_id(prefix: str, key: str) -> uuid.UUID:
+    """The entry's id of the item ``key`` in the namespace ``prefix``: the same on every run."""
+    return uuid.uuid5(ITEM_NAMESPACE, f"{prefix}\x00{key}")
+
+
+def item(row: Any, *, now: datetime) -> Item | Refused | None:
+    """One row of ``store`` as an entry; None when it has expired."""
+    prefix, key = row["prefix"], row["key"]
+    expires = row["expires_at"]
+    if expires is not None and expires <= now:
+        return None
+    try:
+        value = json.loads(row["value"])
+        if not isinstance(value, dict):
+            raise InvalidInputError("the value is not a JSON object")
+        text = canonical_json(value, "the value")
+    except (ValueError, InvalidInputError) as error:
+        return Refused("item", f"{prefix}/{key}", str(error))
+    updated = row["updated_at"] or row["created_at"] or now
+    metadata: dict[str, Any] = {
+        "langgraph_namespace": prefix.split("."),
+        "langgraph_key": key,
+        "langgraph_updated_at": updated.isoformat(),
+    }
+    if expires is not None:
+        metadata["langgraph_expires_at"] = expires.isoformat()
+    return Item(content_id(prefix, key), prefix, key, text, metadata, row["created_at"] or updated)
+
+
+VERSIONS = """
+SELECT content_id, metadata ->> 'langgraph_updated_at' AS version
+FROM {schema}.autogen_contents
+WHERE org_id = :org_id AND content_id = ANY(CAST(:content_ids AS uuid[]))
+"""
+
+WRITE = render(
+    """
+WITH organization AS (
+    INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :org_name)
+    ON CONFLICT DO NOTHING
+)
+INSERT INTO {schema}.autogen_contents AS c
+    (org_id, content_id, namespace, mime_type, content_json, metadata, embedding, search_text, created_at)
+SELECT :org_id, i.content_id, i.namespace, '{json}', CAST(i.content AS jsonb), CAST(i.metadata AS jsonb),
+       CAST(i.embedding AS vector), {schema}.to_search_text(i.content), i.created_at
+FROM unnest(
+    CAST(:content_ids AS uuid[]), CAST(:namespaces AS text[]), CAST(:contents AS text[]), CAST(:metadata AS text[]),
+    CAST(:embeddings AS text[]), CAST(:created AS timestamptz[])
+) AS i(content_id, namespace, content, metadata, embedding, created_at)
+ON CONFLICT (org_id, content_id) DO UPDATE SET
+    content_json = excluded.content_json, metadata = excluded.metadata, embedding = excluded.embedding,
+    search_text = excluded.search_text
+""",
+    json=JSON,
+)
+
+
+async def import_langgraph(
+    database: Database,
+    source: LangGraphSource,
+    embedder: Embedder,
+    *,
+    dry_run: bool = False,
+    batch_size: int = 500,
+    progress: Progress | None = None,
+) -> ImportedItems:
+    """Bring ``source``'s items into the AutoGen face's entries of ``source.org_id``."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
+        raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
+    migrated = await target_ready(database, embedder, dry_run=dry_run, table="autogen_contents")
+    done = ImportedItems()
+    now = datetime.now(timezone.utc)
+    table = f"{quoted(source.schema)}.store"
+    async with Snapshot(source.url, table, what="LangGraph store") as snapshot:
+        total, seen = await snapshot.count(f"SELECT count(*) FROM {table}"), 0
+        query = (
+            "SELECT prefix, key, value::text AS value, created_at, updated_at, expires_at"
+            f" FROM {table} ORDER BY prefix, key"
+        )
+        async for rows in snapshot.batches(query, batch_size):
+            batch: list[Item] = []
+            for row in rows:
+                converted = item(row, now=now)
+                if converted is None:
+                    done.expired += 1
+                elif isinstance(converted, Refused):
+                    done.refused.append(converted)
+                else:
+                    batch.append(converted)
+            await _write(database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated)
+            seen += len(rows)
+            if progress is not None:
+                progress(seen, total)
+    return done
+
+
+async def _write(
+    database: Database,
+    source: LangGraphSource,
+    embedder: Embedder,
+    batch: list[Item],
+    done: ImportedItems,
+    *,
+    dry_run: bool,
+    migrated: bool,
+) -> None:
+    if not batch:
+        return
+    present: dict[uuid.UUID, str] = {}
+    if migrated:
+        async with database.transaction(read_only=dry_run, org_id=source.org_id) as conn:
+            ids = [i.content_id for i in batch]
+            rows = await conn.execute(sql(conn, VERSIONS), {"org_id": source.org_id, "content_ids": ids})
+            present = {r.content_id: r.version for r in rows}
+    fresh = [i for i in batch if i.content_id not in present]
+    changed = [i for i in batch if i.content_id in present and present[i.content_id] != i.version]
+    done.added += len(fresh)
+    done.updated += len(changed)
+    done.unchanged += len(batch) - len(fresh) - len(changed)
+    writes = fresh + changed
+    if dry_run or not writes:
+        return
+    vectors = await embed_checked(embedder, [i.text for i in writes], query=False)
+    params = {
+        "org_id": source.org_id,
+        "org_name": DEFAULT_ORG_NAME if source.org_id == DEFAULT_ORG_ID else source.org_id,
+        "content_ids": [i.content_id for i in writes],
+        "namespaces": [i.namespace for i in writes],
+        "contents": [i.text for i in writes],
+        "metadata": [json.dumps(i.metadata) for i in writes],
+        "embeddings": ["[" + ",".join(repr(float(x)) for x in v) + "]" for v in vectors],
+        "created": [i.created_at for i in writes],
+    }
+    async with database.transaction(org_id=source.org_id) as conn:
+        await conn.execute(sql(conn, WRITE), params)
