@@ -23,6 +23,7 @@ from memora_pg.db import Database
 from memora_pg.embeddings import OpenAIEmbedder
 from memora_pg.errors import ConfigurationError, EmbeddingError
 from memora_pg.mem0 import Memory
+from memora_pg.ops import indexes
 from memora_pg.ops.importers.mem0 import Mem0Source, import_mem0
 from memora_pg.ops.importers.mem0_verify import verify_mem0
 from tests.conftest import _create_database, _drop_database
@@ -166,7 +167,10 @@ async def test_an_interrupted_import_resumes_to_the_same_end(
         failing = Failing("fake-model", base_url=fake_openai.base_url, api_key="test", dimensions=DIMS)
         with pytest.raises(EmbeddingError):
             await import_mem0(database, mem0_source, failing, batch_size=2)
+        # the index of the empty database was deferred to the import's end: still to build
+        assert (await indexes.state(database)).mode == "exact"
         resumed = await import_mem0(database, mem0_source, _embedder(fake_openai), batch_size=2)
+        assert (await indexes.state(database)).mode == "hnsw"
         assert (resumed.memories_added, resumed.memories_unchanged) == (3, 2)
         assert await verify_mem0(database, mem0_source, _embedder(fake_openai)) == []
         async with database.transaction(read_only=True) as conn:

@@ -32,6 +32,7 @@ from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.mem0.shapes import NO_USER
+from memora_pg.ops.importers import deferred_index
 from memora_pg.ops.importers import mem0_records as records
 from memora_pg.ops.importers.source import Snapshot, quoted, target_ready
 from memora_pg.sql_text import render
@@ -231,6 +232,7 @@ async def import_mem0(
         raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
     done = Imported()
     migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
+    index_after = not dry_run and await deferred_index.defer(database)
     imported_at = datetime.now(timezone.utc)
     users_of: dict[uuid.UUID, str] = {}
     async with Collection(source) as snapshot:
@@ -257,6 +259,8 @@ async def import_mem0(
             if progress is not None:
                 progress(seen, total)
     await _write_events(database, source, users_of, done, batch_size=batch_size, dry_run=dry_run, migrated=migrated)
+    if index_after:
+        await deferred_index.restore(database)
     return done
 
 
