@@ -7,7 +7,9 @@ timed, in the same run:
 * ``import --from mem0 --keep-vectors`` into an empty database (what a user with the same embedder gets);
 * ``import --from mem0`` re-embedding every memory (the default), with the hashing embedder, so the
   figure is the import's own cost and not a model's;
-* memora_pg's own import (``memora-pg import``) of an export of the same memories into an empty database.
+* memora_pg's own import (``memora-pg import``) of an export of the same memories into an empty database;
+
+then ``--verify`` of the first import against the source (its time is not in the figures).
 
     python -m bench.import_rate --memories 10000
 """
@@ -32,6 +34,7 @@ from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.ops import transfer
 from memora_pg.ops.importers.mem0 import Mem0Source, import_mem0
+from memora_pg.ops.importers.mem0_verify import verify_mem0
 
 DIMS = 384
 
@@ -73,14 +76,16 @@ async def make_source(url: str, path: Path, memories: int) -> None:
     history.close()
 
 
-async def timed_import(url: str, source: Mem0Source, *, keep_vectors: bool) -> float:
+async def timed_import(url: str, source: Mem0Source, *, keep_vectors: bool) -> tuple[float, int, int]:
+    """Seconds, events kept, and the differences ``--verify`` then finds."""
     database = Database(url, settings=Settings(database_url=url))
     try:
         start = time.perf_counter()
         done = await import_mem0(database, source, HashEmbedder(DIMS), keep_vectors=keep_vectors)
         seconds = time.perf_counter() - start
         assert not done.refused
-        return seconds
+        differences = await verify_mem0(database, source, HashEmbedder(DIMS))
+        return seconds, done.events_added, len(differences)
     finally:
         await database.close()
 
@@ -93,8 +98,8 @@ async def main(memories: int) -> None:
         source = Mem0Source(url=source_url, collection="mem0", history_db=history)
 
         kept_url = await server.create_database("kept")
-        kept = await timed_import(kept_url, source, keep_vectors=True)
-        embedded = await timed_import(await server.create_database("embedded"), source, keep_vectors=False)
+        kept, events, differences = await timed_import(kept_url, source, keep_vectors=True)
+        embedded, _, _ = await timed_import(await server.create_database("embedded"), source, keep_vectors=False)
 
         exported = Path(scratch) / "export.jsonl"
         exporting = Database(kept_url, settings=Settings(database_url=kept_url))
@@ -120,6 +125,7 @@ async def main(memories: int) -> None:
     )
     print(f"memora-pg import of an export: {native:.2f} s, {rows / native:,.0f} memories/s")
     print(f"--keep-vectors ÷ memora_pg's own import: {(memories / kept) / (rows / native):.2f}")
+    print(f"history events kept: {events:,} of {memories:,}; --verify: {differences} differences")
 
 
 def run(argv: list[str] | None = None) -> None:
