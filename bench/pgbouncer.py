@@ -97,6 +97,9 @@ def start(server_url: str, database: str, home: Path, *, pool_size: int = 1) -> 
         "pool_mode = transaction",
         f"default_pool_size = {pool_size}",
         "max_client_conn = 500",
+        # After a server restart pgbouncer waits this long before it logs in again (15 s by default):
+        # the setting docs/scaling.md recommends where a restart must heal within seconds.
+        "server_login_retry = 1",
         f"logfile = {home / 'pgbouncer.log'}",
         f"pidfile = {home / 'pgbouncer.pid'}",
     ]
