@@ -20,7 +20,7 @@ MARK = "memora_pg: the HNSW index is deferred by an import (memora-pg import --f
 
 MARKED = "SELECT obj_description(to_regclass(:table), 'pg_class') = :mark"
 DROP = "DROP INDEX {schema}.{index}"
-ANY_ROW = "SELECT EXISTS (SELECT FROM {schema}.memories)"
+ANY_ROW = "SELECT EXISTS (SELECT 1 FROM {schema}.memories)"  # Citus needs the 1
 COMMENT = "COMMENT ON TABLE {schema}.memories IS {comment}"
 
 
