@@ -7,7 +7,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import make_url
 
 from memora_pg import Settings
