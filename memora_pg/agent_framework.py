@@ -20,10 +20,11 @@ from datetime import datetime
 from typing import Any
 
 from agent_framework import AgentSession, ContextProvider, HistoryProvider, Message, SessionContext, SupportsAgentRun
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.errors import InvalidInputError
 from memora_pg.mem0.memory import AsyncMemory
-from memora_pg.statements import Statement
+from memora_pg.statements import Statement, sql
 
 DEFAULT_PROMPT = "## Memories\nWhat you know about the user from earlier conversations:"
 # The roles a memory or a history row keeps: tool calls and results are the run's business, not the user's.
@@ -97,10 +98,11 @@ class MemoraContextProvider(ContextProvider):
             )
 
 
-# Appends a turn to the session's interaction, creating the organization, the user and the
-# interaction on first use, in one statement: the rows are there in order, or none is.
-# An interaction of another user (the same session id) is left alone: no row comes back.
-APPEND = """
+# A turn is appended in two statements of one transaction. The first creates the organization, the
+# user and the interaction on first use, and locks the interaction's row (an interaction of another
+# user with the same session id is left alone: no row comes back). The second numbers the messages
+# after the last one; it runs after the lock, so it sees a concurrent turn that committed first.
+OPEN = """
 WITH organization AS (
     INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :org_id)
     ON CONFLICT DO NOTHING
@@ -115,20 +117,19 @@ conversation AS (
     ON CONFLICT (org_id, interaction_id) DO UPDATE SET updated_at = excluded.updated_at
     WHERE i.user_id = excluded.user_id
     RETURNING interaction_id
-),
-following AS (
+)
+SELECT count(*) FROM conversation
+"""
+
+APPEND = """
+INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)
+SELECT :org_id, :interaction_id, following.position + turn.n - 1, turn.role, turn.content
+FROM (
     SELECT coalesce(max(msg_position) + 1, 0) AS position
     FROM {schema}.messages
     WHERE org_id = :org_id AND interaction_id = :interaction_id
-),
-appended AS (
-    INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)
-    SELECT :org_id, conversation.interaction_id, following.position + turn.n - 1, turn.role, turn.content
-    FROM conversation, following,
-         unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS turn(role, content, n)
-    RETURNING msg_position
-)
-SELECT (SELECT count(*) FROM conversation) AS kept, (SELECT count(*) FROM appended) AS appended
+) AS following,
+unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS turn(role, content, n)
 """
 
 READ = """
@@ -198,6 +199,10 @@ class MemoraHistoryProvider(HistoryProvider):
             "roles": [m["role"] for m in turn],
             "contents": [m["content"] for m in turn],
         }
-        (row,) = await self.memory.database.execute_one(Statement(APPEND, params), org_id=key["org_id"])
-        if not row.kept:
-            raise InvalidInputError(f"session {session_id!r} is another user's conversation")
+
+        async def append(conn: AsyncConnection) -> None:
+            if not await conn.scalar(sql(conn, OPEN), params):
+                raise InvalidInputError(f"session {session_id!r} is another user's conversation")
+            await conn.execute(sql(conn, APPEND), params)
+
+        await self.memory.database.retrying(append, org_id=key["org_id"])

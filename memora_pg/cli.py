@@ -183,6 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="--from: copy the source's vectors, once a sample shows the embedder makes the same ones",
     )
+    load.add_argument(
+        "--deleted-history",
+        action="store_true",
+        help="--from mem0: also the history of memories mem0 deleted (a history file of this collection alone)",
+    )
     load.add_argument("--dry-run", action="store_true", help="--from: count and check, write nothing")
     load.add_argument(
         "--verify", action="store_true", help="--from mem0: compare the source with memora_pg, write nothing"

@@ -424,7 +424,7 @@ def _import_from(args: argparse.Namespace) -> int:
             if args.verify:
                 if args.source_kind != "mem0":
                     raise InvalidInputError("--verify compares a mem0 source")
-                differences = await verify_mem0(database, mem0, embedder)
+                differences = await verify_mem0(database, mem0, embedder, deleted_history=args.deleted_history)
                 _print(args, differences, "\n".join(differences) or "no differences")
                 return 1 if differences else 0
             bar = Progress("importing")
@@ -436,6 +436,7 @@ def _import_from(args: argparse.Namespace) -> int:
                         mem0,
                         embedder,
                         keep_vectors=args.keep_vectors,
+                        deleted_history=args.deleted_history,
                         dry_run=args.dry_run,
                         batch_size=args.batch_size,
                         progress=bar.update,

@@ -5,7 +5,8 @@ A span is named by its operation (``search_memory``, ``update_memory``, ``delete
 ``postgresql``, ``db.namespace`` = ``database|schema``, ``db.operation.name`` = the method called;
 ``gen_ai.memory.store.id`` = the organization and ``gen_ai.memory.record.id`` = the memory or
 interaction named by the call. A failure sets the span's status, ``error.type`` (the exception's
-class) and, when the database refused, its SQLSTATE as ``db.response.status_code``.
+class) and, when the database refused, its SQLSTATE as ``db.response.status_code``; its message and
+traceback only with content on (a message can quote what the call was given).
 
 Queries and memory texts are never recorded unless ``MEMORA_PG_TRACE_CONTENT`` is on (then
 ``gen_ai.memory.query.text`` holds the search query). Only ``opentelemetry-api`` is needed
@@ -146,14 +147,18 @@ def _traced(method: Callable[..., Any], face: str, operation: str) -> Callable[.
                 _describe(span, args, kwargs, argument, face, operation, method_name, positions)
             try:
                 return await method(*args, **kwargs)
-            except BaseException as error:
+            except Exception as error:  # a cancellation (BaseException) is not the call's failure
                 if span.is_recording():
-                    span.set_status(StatusCode.ERROR, str(error)[:500])
                     span.set_attribute("error.type", type(error).__qualname__)
                     code = sqlstate_of(error)
                     if code:
                         span.set_attribute("db.response.status_code", code)
-                    span.record_exception(error)
+                    # An error's message can quote what the call was given (a row, a text): content.
+                    if args[0]._db.settings.trace_content:
+                        span.set_status(StatusCode.ERROR, str(error)[:500])
+                        span.record_exception(error)
+                    else:
+                        span.set_status(StatusCode.ERROR, type(error).__qualname__)
                 raise
             finally:
                 # Known once the call has opened its engine (the first call of a store opens it).

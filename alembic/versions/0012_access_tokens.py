@@ -5,10 +5,11 @@ by its bearer token, never by a tool argument. Tokens are made, listed and revok
 ``memora-pg mcp token``; the table keeps only their SHA-256 hash (a token is 256 random bits, so a
 fast hash is enough: there is nothing to guess).
 
-Row-level security is on, with one policy: every role may read (a request is authenticated before
-its organization is known), and none but the owner may write. So the application role that serves
-requests under row-level security can check tokens but never mint or revoke one; the command line
-does that as the owner, as it runs migrations.
+The roles that may read ``memories`` get ``SELECT`` on it (an application role granted ``ON ALL
+TABLES`` before this revision would otherwise be refused). Row-level security is on, with one policy:
+every role may read (a request is authenticated before its organization is known), and none but the
+owner may write. So the application role that serves requests under row-level security can check
+tokens but never mint or revoke one; the command line does that as the owner, as it runs migrations.
 
 On a schema already distributed by Citus (``organizations`` is), the table becomes a reference table
 here, as ``memora-pg db distribute`` makes it on a schema distributed after this revision.
@@ -33,6 +34,27 @@ down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+
+# The roles that may read the memories (an application role granted "ON ALL TABLES" before this table
+# existed) may read the tokens too: the MCP server checks them as that role.
+READERS_TOO = """
+DO $$
+DECLARE
+    reader text;
+BEGIN
+    FOR reader IN
+        SELECT DISTINCT grantee FROM information_schema.role_table_grants
+        WHERE table_schema = '{schema}' AND table_name = 'memories' AND privilege_type = 'SELECT'
+          AND grantee <> current_user
+    LOOP
+        IF reader = 'PUBLIC' THEN
+            EXECUTE 'GRANT SELECT ON "{schema}".access_tokens TO PUBLIC';
+        ELSE
+            EXECUTE format('GRANT SELECT ON "{schema}".access_tokens TO %I', reader);
+        END IF;
+    END LOOP;
+END $$
+"""
 
 # Decided by what the database holds (is the tenant table distributed?), not by whether Citus is installed.
 REFERENCE_ON_CITUS = """
@@ -68,6 +90,7 @@ def upgrade() -> None:
     )
     op.execute(f'ALTER TABLE "{schema}".access_tokens ENABLE ROW LEVEL SECURITY')
     op.execute(f'CREATE POLICY token_lookup ON "{schema}".access_tokens FOR SELECT USING (true)')
+    op.execute(render(READERS_TOO, schema=schema))
     op.execute(render(REFERENCE_ON_CITUS, schema=schema))
 
 

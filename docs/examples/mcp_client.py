@@ -9,13 +9,17 @@ otherwise), remembers a fact and finds it again through the server's tools.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from mcp import Client, StdioServerParameters
 
 
 async def main() -> None:
-    server = StdioServerParameters(command=sys.executable, args=["-m", "memora_pg", "mcp", "--user-id", "ada"])
+    # The server gets this process's environment, so MEMORA_PG_DATABASE_URL (if set) is its database too.
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "memora_pg", "mcp", "--user-id", "ada"], env=dict(os.environ)
+    )
     async with Client(server) as client:
         tools = [tool.name for tool in (await client.list_tools()).tools]
         print("tools:", ", ".join(tools))

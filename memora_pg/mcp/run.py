@@ -85,7 +85,7 @@ def http_server(options: Options, host: str, port: int) -> tuple[MCPServer, Asyn
     if options.org_id or options.user_id:
         raise ConfigurationError("over HTTP, each request's token names its organization and user: drop --org-id")
     store = memory(replace(options, settings=options.settings.model_copy(update={"row_level_security": True})))
-    url = f"http://{host}:{port}"
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"  # an IPv6 address in brackets
     auth = AuthSettings(issuer_url=url, resource_server_url=url + PATH, validate_token_resource=False)
     server = build_server(
         store,

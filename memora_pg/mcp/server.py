@@ -22,7 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from memora_pg.errors import MemoraPGError
+from memora_pg.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memora_pg.mem0.memory import AsyncMemory
 
 ENTITY_KEYS = ("user_id", "agent_id", "run_id")
@@ -68,10 +68,11 @@ class Turn(BaseModel):
 
 @contextlib.contextmanager
 def _as_tool_errors() -> Iterator[None]:
-    """memora_pg's own errors reach the model as tool errors it can read and act on."""
+    """The caller's mistakes reach the model as tool errors it can read and act on; the database's,
+    the embedder's and the model's failures stay in the server's log (the SDK's generic tool error)."""
     try:
         yield
-    except MemoraPGError as error:
+    except (InvalidInputError, NotFoundError, AlreadyExistsError) as error:
         raise ToolError(f"{type(error).__name__}: {error}") from error
 
 

@@ -95,6 +95,8 @@ class AsyncMemory:
         self._embedder = embedder
         self._llm = llm
         self._reranker = reranker
+        # Set on a copy made by for_organization: the original owns the connections and clients.
+        self._copy_of: AsyncMemory | None = None
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
@@ -153,16 +155,24 @@ class AsyncMemory:
     def for_organization(self, org_id: str) -> AsyncMemory:
         """This memory (its database, pool, embedder and models) for another organization than its
         collection's: what a server acting for many tenants (``memora-pg mcp --http``) uses per request.
-        The copy shares the original's connections; close only the original."""
+        The copy shares the original's connections, embedder and models (made here, once, if they were
+        not yet); closing a copy does nothing: close the original."""
         if not isinstance(org_id, str) or not org_id or len(org_id) > 200 or "\x00" in org_id:
             raise DuragValidationError("org_id must be 1-200 characters without NUL")
         if org_id == self.org_id:
             return self
+        self.embedder  # noqa: B018 (made now, so that every copy shares the one embedder)
+        if self._llm is None and self.can_infer:
+            self.llm  # noqa: B018 (likewise the model's client)
         scoped = copy.copy(self)
         scoped.org_id = org_id
+        scoped.collection = org_id.removeprefix("mem0:")
+        scoped._copy_of = self
         return scoped
 
     async def close(self) -> None:
+        if self._copy_of is not None:
+            return
         await self._db.close()
         if self._llm is not None:
             await self._llm.aclose()

@@ -30,7 +30,8 @@ SESSION_KEYS = ("run_id", "actor_id", "role")
 # user and agent, which are columns here).
 EXPIRATION = "expiration_date"
 PROMOTED_KEYS = (*SESSION_KEYS, EXPIRATION)
-INTERNAL_KEYS = ("updated_at", "hash", "data", "created_at", "text_lemmatized", "attributed_to")
+# imported_version: the source's version that `memora-pg import --from mem0` copied.
+INTERNAL_KEYS = ("updated_at", "hash", "data", "created_at", "text_lemmatized", "attributed_to", "imported_version")
 # Identity keys a caller's metadata cannot set: the entity parameters decide the scope (mem0).
 IDENTITY_KEYS = ("user_id", "agent_id", "run_id", "actor_id")
 SIMILAR_PER_FACT = 5
@@ -101,6 +102,8 @@ def add_scope(
         raise DuragValidationError("filters must be a dict.")
     ids, extra = dict(ids), dict(metadata or {})
     for key, value in filters.items():
+        if key in ("AND", "OR", "NOT") or (isinstance(value, dict) and key in ids):
+            raise DuragValidationError(f"add(filters=...) takes plain values, not the filter language ({key!r}).")
         target = ids if key in ids else extra
         if target.get(key) is not None and target[key] != value:
             raise DuragValidationError(f"{key} is given twice, as {target[key]!r} and in filters as {value!r}.")
@@ -265,7 +268,10 @@ def expires_at_of(metadata: dict[str, Any] | None) -> datetime | None:
     expiration = (metadata or {}).get(EXPIRATION)
     if not isinstance(expiration, str):
         return None
-    return datetime.combine(date.fromisoformat(expiration) + timedelta(days=1), time(), tzinfo=timezone.utc)
+    try:
+        return datetime.combine(date.fromisoformat(expiration) + timedelta(days=1), time(), tzinfo=timezone.utc)
+    except OverflowError:  # 9999-12-31: the last day there is, which never ends
+        return None
 
 
 def timestamp_of(value: object) -> datetime:

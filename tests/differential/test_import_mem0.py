@@ -105,11 +105,12 @@ async def test_import_is_whole_verified_and_idempotent(source: Any, target: str,
     try:
         dry = await import_mem0(database, mem0_source, _embedder(fake_openai), dry_run=True)
         assert (dry.memories_added, dry.refused) == (5, [])
-        done = await import_mem0(database, mem0_source, _embedder(fake_openai), batch_size=2)
+        assert (dry.events_added, dry.events_of_deleted_skipped) == (7, 2)  # the deleted memory's, by default
+        done = await import_mem0(database, mem0_source, _embedder(fake_openai), batch_size=2, deleted_history=True)
         assert (done.memories_added, done.memories_updated, done.vectors_embedded) == (5, 0, 5)
         assert done.events_added == 9  # 6 ADD, 2 UPDATE, 1 DELETE
-        assert await verify_mem0(database, mem0_source, _embedder(fake_openai)) == []
-        again = await import_mem0(database, mem0_source, _embedder(fake_openai))
+        assert await verify_mem0(database, mem0_source, _embedder(fake_openai), deleted_history=True) == []
+        again = await import_mem0(database, mem0_source, _embedder(fake_openai), deleted_history=True)
         assert (again.memories_added, again.memories_updated, again.memories_unchanged) == (0, 0, 5)
         assert (again.events_added, again.events_present, again.vectors_embedded) == (0, 9, 0)
     finally:
@@ -144,6 +145,21 @@ async def test_source_changes_come_over_on_the_next_run(
         assert (later.memories_added, later.memories_updated, later.memories_unchanged) == (1, 1, 4)
         assert later.events_added == 2
         assert await verify_mem0(database, mem0_source, _embedder(fake_openai)) == []
+        # changes made here after the import are kept by the next one: an edit stays, a delete stays
+        ours = Memory.from_config(ours_config(target, mem0_source.collection, fake_openai.base_url))
+        try:
+            ours.update(ids["trip"], "Trip to Bergen")
+            ours.delete(ids["style"])
+        finally:
+            ours.close()
+        after = await import_mem0(database, mem0_source, _embedder(fake_openai))
+        assert (after.memories_added, after.memories_updated, after.memories_deleted_here) == (0, 0, 1)
+        ours = Memory.from_config(ours_config(target, mem0_source.collection, fake_openai.base_url))
+        try:
+            assert ours.get(ids["trip"])["memory"] == "Trip to Bergen"
+            assert ours.get(ids["style"]) is None
+        finally:
+            ours.close()
     finally:
         await database.close()
 
@@ -167,8 +183,8 @@ async def test_an_interrupted_import_resumes_to_the_same_end(
         failing = Failing("fake-model", base_url=fake_openai.base_url, api_key="test", dimensions=DIMS)
         with pytest.raises(EmbeddingError):
             await import_mem0(database, mem0_source, failing, batch_size=2)
-        # the index of the empty database was deferred to the import's end: still to build
-        assert (await indexes.state(database)).mode == "exact"
+        # the index of the empty database, deferred to the import's end, is built even when it fails
+        assert (await indexes.state(database)).mode == "hnsw"
         resumed = await import_mem0(database, mem0_source, _embedder(fake_openai), batch_size=2)
         assert (await indexes.state(database)).mode == "hnsw"
         assert (resumed.memories_added, resumed.memories_unchanged) == (3, 2)
@@ -264,5 +280,5 @@ def test_the_command_line(source: Any, target: str, fake_openai: FakeOpenAIServe
         return json.loads(done.stdout)
 
     assert run("--dry-run")["memories_added"] == 5
-    assert run()["events_added"] == 9
-    assert run("--verify") == []
+    assert run("--deleted-history")["events_added"] == 9
+    assert run("--verify", "--deleted-history") == []

@@ -30,6 +30,7 @@ from memora_pg.errors import DatabaseError, InvalidInputError, NotFoundError
 from memora_pg.mcp import Caller, build_server, tokens
 from memora_pg.mem0.llm import OpenAILLM
 from memora_pg.mem0.memory import AsyncMemory
+from memora_pg.migrations import MigrationOptions, upgrade
 from tests.fake_openai import FakeOpenAIServer
 from tests.integration.test_security import rls_database  # noqa: F401 (a fixture)
 
@@ -370,3 +371,32 @@ async def test_tokens_are_stored_hashed_and_revocable(database_url: str) -> None
         async with (await database.engine()).begin() as conn:
             await conn.execute(text("DELETE FROM memora.access_tokens"))
         await database.close()
+
+
+async def test_a_role_granted_before_the_tokens_existed_can_read_them(fresh_database: str) -> None:
+    """Migration 0012 gives the roles that read the memories SELECT on access_tokens."""
+    engine = create_async_engine(fresh_database)
+    role = "memora_app_before_0012"
+    try:
+        await upgrade(engine, MigrationOptions(schema="memora"), "0011")
+        async with engine.begin() as conn:
+            if not await conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}):
+                await conn.execute(text(f"CREATE ROLE {role} LOGIN"))
+            await conn.execute(text(f"GRANT USAGE ON SCHEMA memora TO {role}"))
+            await conn.execute(text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memora TO {role}"))
+        await upgrade(engine, MigrationOptions(schema="memora"))
+        async with engine.connect() as conn:
+            privileges = await conn.execute(
+                text(
+                    "SELECT has_table_privilege(:r, 'memora.access_tokens', 'SELECT'),"
+                    " has_table_privilege(:r, 'memora.access_tokens', 'INSERT')"
+                ),
+                {"r": role},
+            )
+            assert tuple(privileges.one()) == (True, False)
+    finally:
+        async with engine.begin() as conn:
+            await conn.execute(text(f"REASSIGN OWNED BY {role} TO CURRENT_USER"))
+            await conn.execute(text(f"DROP OWNED BY {role}"))
+            await conn.execute(text(f"DROP ROLE {role}"))
+        await engine.dispose()

@@ -101,3 +101,9 @@ def test_langgraph_items() -> None:
     refused = langgraph.item({**row, "value": "[1, 2]"}, now=NOW)
     assert isinstance(refused, records.Refused)
     assert refused.key == "users.alice/k.1"
+
+
+def test_the_last_day_there_is_never_expires() -> None:
+    memory = records.memory(str(ID), {"data": "x", "expiration_date": "9999-12-31"}, None, imported_at=NOW)
+    assert isinstance(memory, records.Memory)
+    assert memory.expires_at is None

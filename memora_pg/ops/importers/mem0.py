@@ -40,6 +40,8 @@ from memora_pg.statements import sql
 
 Progress = Callable[[int, int], None]
 
+# The metadata key of the source's version an import copied (hidden by get, as mem0 hides its own keys).
+IMPORTED_VERSION = "imported_version"
 # The cosine a kept vector must reach against the target embedder's own vector of the same text.
 SAME_MODEL = 0.98
 SAMPLE = 8
@@ -67,8 +69,10 @@ class Imported:
     memories_added: int = 0
     memories_updated: int = 0
     memories_unchanged: int = 0
+    memories_deleted_here: int = 0
     events_added: int = 0
     events_present: int = 0
+    events_of_deleted_skipped: int = 0
     vectors_kept: int = 0
     vectors_embedded: int = 0
     refused: list[records.Refused] = field(default_factory=list)
@@ -95,13 +99,30 @@ class Collection(Snapshot):
             yield batch
 
 
+def _open_history(path: Path) -> sqlite3.Connection:
+    if not path.exists():
+        raise NotFoundError(f"no mem0 history file at {path}")
+    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+
+
+def check_history(path: Path | None) -> None:
+    """Refuse a history file that cannot be read, before anything is written."""
+    if path is None:
+        return
+    conn = _open_history(path)
+    try:
+        conn.execute("SELECT id, memory_id, event, created_at, updated_at FROM history LIMIT 1").fetchall()
+    except sqlite3.Error as error:
+        raise InvalidInputError(f"{path} is not a mem0 history database: {error}") from error
+    finally:
+        conn.close()
+
+
 def history_rows(path: Path | None) -> Iterator[dict[str, Any]]:
     """mem0's history events, oldest first, from its SQLite file opened read-only."""
     if path is None:
         return
-    if not path.exists():
-        raise NotFoundError(f"no mem0 history file at {path}")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = _open_history(path)
     conn.row_factory = sqlite3.Row
     try:
         cursor = conn.execute(
@@ -118,10 +139,17 @@ def history_rows(path: Path | None) -> Iterator[dict[str, Any]]:
 
 # -- writing --------------------------------------------------------------------------------------
 
+# What an earlier import wrote of each memory (the source's version it copied), and which of them were
+# deleted here since: those stay deleted.
 VERSIONS = """
-SELECT memory_id, metadata ->> 'updated_at' AS version
+SELECT memory_id, metadata ->> 'imported_version' AS version, false AS deleted
 FROM {schema}.memories
 WHERE org_id = :org_id AND memory_id = ANY(CAST(:memory_ids AS uuid[]))
+UNION ALL
+SELECT DISTINCT h.memory_id, NULL, true
+FROM {schema}.memory_history AS h
+WHERE h.org_id = :org_id AND h.memory_id = ANY(CAST(:memory_ids AS uuid[])) AND h.event = 'DELETE'
+  AND NOT EXISTS (SELECT 1 FROM {schema}.memories AS m WHERE m.org_id = h.org_id AND m.memory_id = h.memory_id)
 """
 
 # The organization and the batch's users, made on first sight: the head of both writes.
@@ -198,14 +226,16 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-async def _check_kept_vectors(embedder: Embedder, dimensions: int | None, sample: list[records.Memory]) -> None:
-    """Refuse to keep vectors that the target's embedder would not have made."""
+async def _check_kept_vectors(
+    embedder: Embedder, dimensions: int | None, batch: list[records.Memory], wanted: int
+) -> int:
+    """Refuse to keep vectors that the target's embedder would not have made; the number compared."""
     if dimensions != embedder.dimensions:
         raise ConfigurationError(
             f"--keep-vectors: the source's vectors have {dimensions} dimensions, the embedder {embedder.dimensions}: "
             "import without it to re-embed"
         )
-    with_vectors = [m for m in sample if m.vector][:SAMPLE]
+    with_vectors = [m for m in batch if m.vector][:wanted]
     ours = await embed_checked(embedder, [m.text for m in with_vectors], query=False)
     for kept, made in zip(with_vectors, ours, strict=True):
         theirs = [float(x) for x in (kept.vector or "[]").strip("[]").split(",")]
@@ -215,6 +245,7 @@ async def _check_kept_vectors(embedder: Embedder, dimensions: int | None, sample
                 f"--keep-vectors: memory {kept.memory_id}'s vector is not the embedder's (cosine {similarity:.3f} "
                 f"< {SAME_MODEL}): the source used another model; import without --keep-vectors to re-embed"
             )
+    return len(with_vectors)
 
 
 async def import_mem0(
@@ -223,44 +254,66 @@ async def import_mem0(
     embedder: Embedder,
     *,
     keep_vectors: bool = False,
+    deleted_history: bool = False,
     dry_run: bool = False,
     batch_size: int = 500,
     progress: Progress | None = None,
 ) -> Imported:
-    """Bring ``source`` into the mem0-style face's organization ``mem0:<collection>`` of ``database``."""
+    """Bring ``source`` into the mem0-style face's organization ``mem0:<collection>`` of ``database``.
+
+    ``deleted_history``: also import the history of memories that are no longer in the collection
+    (mem0 deleted them). mem0's history file names no collection, and several collections may share
+    one: only say so when the file is this collection's alone.
+    """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
     done = Imported()
+    check_history(source.history_db)
     migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
-    index_after = not dry_run and await deferred_index.defer(database)
     imported_at = datetime.now(timezone.utc)
     users_of: dict[uuid.UUID, str] = {}
-    async with Collection(source) as snapshot:
-        total, seen = await snapshot.count(f"SELECT count(*) FROM {snapshot.table}"), 0
-        dimensions = await snapshot.dimensions(snapshot.table, "vector")
-        checked = False
-        async for rows in snapshot.rows(batch_size, vectors=keep_vectors):
-            batch: list[records.Memory] = []
-            for row in rows:
-                payload = json.loads(row["payload"] or "null")
-                converted = records.memory(row["id"], payload, row["vector"], imported_at=imported_at)
-                if isinstance(converted, records.Refused):
-                    done.refused.append(converted)
-                else:
-                    batch.append(converted)
-                    users_of[converted.memory_id] = converted.user_id
-            if keep_vectors and not checked and batch:
-                await _check_kept_vectors(embedder, dimensions, batch)
-                checked = True
-            await _write_memories(
-                database, source, embedder, batch, done, keep_vectors=keep_vectors, dry_run=dry_run, migrated=migrated
-            )
-            seen += len(rows)
-            if progress is not None:
-                progress(seen, total)
-    await _write_events(database, source, users_of, done, batch_size=batch_size, dry_run=dry_run, migrated=migrated)
-    if index_after:
-        await deferred_index.restore(database)
+    index_after = False
+    try:
+        async with Collection(source) as snapshot:
+            total, seen = await snapshot.count(f"SELECT count(*) FROM {snapshot.table}"), 0
+            dimensions = await snapshot.dimensions(snapshot.table, "vector")
+            compared = 0
+            index_after = not dry_run and await deferred_index.defer(database)
+            async for rows in snapshot.rows(batch_size, vectors=keep_vectors):
+                batch: list[records.Memory] = []
+                for row in rows:
+                    payload = json.loads(row["payload"] or "null")
+                    converted = records.memory(row["id"], payload, row["vector"], imported_at=imported_at)
+                    if isinstance(converted, records.Refused):
+                        done.refused.append(converted)
+                    else:
+                        batch.append(converted)
+                        users_of[converted.memory_id] = converted.user_id
+                if keep_vectors and compared < SAMPLE:
+                    compared += await _check_kept_vectors(embedder, dimensions, batch, SAMPLE - compared)
+                kept = {"keep_vectors": keep_vectors}
+                await _write_memories(
+                    database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated, **kept
+                )
+                seen += len(rows)
+                if progress is not None:
+                    progress(seen, total)
+        await _write_events(
+            database,
+            source,
+            users_of,
+            done,
+            batch_size=batch_size,
+            dry_run=dry_run,
+            migrated=migrated,
+            deleted_history=deleted_history,
+        )
+    finally:
+        # Even when the import failed: a database left without its index would search exactly. After the
+        # source's snapshot is closed: the build waits for every older transaction of its database, and the
+        # source may be the same database.
+        if index_after:
+            await deferred_index.restore(database)
     return done
 
 
@@ -278,25 +331,35 @@ async def _write_memories(
     if not batch:
         return
     present: dict[uuid.UUID, str | None] = {}
+    deleted_here: set[uuid.UUID] = set()
     if migrated:
         async with database.transaction(read_only=dry_run, org_id=source.org_id) as conn:
             ids = [m.memory_id for m in batch]
-            rows = await conn.execute(sql(conn, VERSIONS), {"org_id": source.org_id, "memory_ids": ids})
-            present = {row.memory_id: row.version for row in rows}
-    fresh = [m for m in batch if m.memory_id not in present]
-    changed = [m for m in batch if m.memory_id in present and present[m.memory_id] != m.version]
-    done.memories_unchanged += len(batch) - len(fresh) - len(changed)
+            for row in await conn.execute(sql(conn, VERSIONS), {"org_id": source.org_id, "memory_ids": ids}):
+                if row.deleted:
+                    deleted_here.add(row.memory_id)
+                else:
+                    present[row.memory_id] = row.version
+    # A memory deleted here since an earlier import stays deleted; one changed here (not in the source)
+    # keeps the change: only a new version in the source is copied again.
+    kept = [m for m in batch if m.memory_id not in deleted_here]
+    fresh = [m for m in kept if m.memory_id not in present]
+    changed = [m for m in kept if m.memory_id in present and present[m.memory_id] != m.version]
+    done.memories_deleted_here += len(batch) - len(kept)
+    done.memories_unchanged += len(kept) - len(fresh) - len(changed)
     done.memories_added += len(fresh)
     done.memories_updated += len(changed)
     writes = fresh + changed
     if dry_run or not writes:
         return
-    if keep_vectors:
-        vectors = [m.vector for m in writes]
-        done.vectors_kept += len(writes)
-    else:
-        vectors = [_vector_text(v) for v in await embed_checked(embedder, [m.text for m in writes], query=False)]
-        done.vectors_embedded += len(writes)
+    # Kept vectors where the source has one (checked to be the embedder's); the others made here.
+    vectors: list[str | None] = [m.vector if keep_vectors else None for m in writes]
+    missing = [n for n, v in enumerate(vectors) if v is None]
+    made = await embed_checked(embedder, [writes[n].text for n in missing], query=False)
+    for n, vector in zip(missing, made, strict=True):
+        vectors[n] = _vector_text(vector)
+    done.vectors_embedded += len(missing)
+    done.vectors_kept += len(writes) - len(missing)
     params = {
         "org_id": source.org_id,
         "org_name": source.collection,
@@ -305,7 +368,7 @@ async def _write_memories(
         "agent_ids": [m.agent_id for m in writes],
         "texts": [m.text for m in writes],
         "created": [m.created_at for m in writes],
-        "metadata": [json.dumps(m.metadata) for m in writes],
+        "metadata": [json.dumps({**m.metadata, IMPORTED_VERSION: m.version}) for m in writes],
         "embeddings": vectors,
         "expires": [m.expires_at for m in writes],
     }
@@ -322,6 +385,7 @@ async def _write_events(
     batch_size: int,
     dry_run: bool,
     migrated: bool,
+    deleted_history: bool,
 ) -> None:
     batch: list[records.Event] = []
 
@@ -362,6 +426,9 @@ async def _write_events(
         converted = records.event(row)
         if isinstance(converted, records.Refused):
             done.refused.append(converted)
+            continue
+        if converted.memory_id not in users_of and not deleted_history:
+            done.events_of_deleted_skipped += 1
             continue
         batch.append(converted)
         if len(batch) == batch_size:

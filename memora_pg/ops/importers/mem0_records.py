@@ -48,10 +48,10 @@ class Memory:
     vector: str | None  # pgvector's text form, as the source printed it
 
     @property
-    def version(self) -> str | None:
-        """What tells a later import that the source changed the memory: its ``updated_at``."""
+    def version(self) -> str:
+        """What tells a later import that the source changed the memory: its ``updated_at`` (else its creation)."""
         value = self.metadata.get("updated_at")
-        return str(value) if value is not None else None
+        return str(value) if value is not None else self.created_at.isoformat()
 
 
 @dataclass(frozen=True)

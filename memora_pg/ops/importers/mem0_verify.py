@@ -50,8 +50,13 @@ def shown(item: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-async def verify_mem0(database: Database, source: Mem0Source, embedder: Embedder) -> list[str]:
-    """Every difference between ``source`` and the organization it was imported into; [] when none."""
+async def verify_mem0(
+    database: Database, source: Mem0Source, embedder: Embedder, *, deleted_history: bool = False
+) -> list[str]:
+    """Every difference between ``source`` and the organization it was imported into; [] when none.
+
+    ``deleted_history`` as the import had it: without it, the history of memories no longer in the
+    collection is not expected here."""
     face = AsyncMemory(settings=database.settings, embedder=embedder).for_organization(source.org_id)
     differences: list[str] = []
     seen: set[str] = set()
@@ -77,17 +82,17 @@ async def verify_mem0(database: Database, source: Mem0Source, embedder: Embedder
         async with database.transaction(read_only=True, org_id=source.org_id) as conn:
             present = {str(r.memory_id) for r in await conn.execute(sql(conn, ALL_IDS), {"org_id": source.org_id})}
         differences += [f"memory {m}: only in memora_pg" for m in sorted(present - seen)]
-        differences += await _history_differences(face, source)
+        differences += await _history_differences(face, source, None if deleted_history else seen)
     finally:
         await face.close()
     return differences
 
 
-async def _history_differences(face: AsyncMemory, source: Mem0Source) -> list[str]:
+async def _history_differences(face: AsyncMemory, source: Mem0Source, only: set[str] | None) -> list[str]:
     events: dict[str, list[tuple[str, str | None, str | None]]] = {}
     for row in history_rows(source.history_db):
         event = records.event(row)
-        if isinstance(event, records.Event):
+        if isinstance(event, records.Event) and (only is None or str(event.memory_id) in only):
             events.setdefault(str(event.memory_id), []).append((event.event, event.old_memory, event.new_memory))
     differences = []
     for memory_id, theirs in events.items():
