@@ -321,10 +321,13 @@ async def _true(call: Awaitable[Any]) -> bool:
 
 
 def _name(error: BaseException) -> str:
-    """The error's class, with the SQLSTATE the package's errors carry."""
+    """The error's class, with the SQLSTATE the package's errors carry, or else the class of their cause."""
     name = f"{type(error).__module__}.{type(error).__qualname__}"
     sqlstate = getattr(error, "sqlstate", None) if isinstance(error, MemoraPGError) else None
-    return f"{name} ({sqlstate})" if sqlstate else name
+    if sqlstate:
+        return f"{name} ({sqlstate})"
+    cause = error.__cause__ if isinstance(error, MemoraPGError) else None
+    return f"{name} (from {type(cause).__qualname__})" if cause is not None else name
 
 
 # -- the faults -------------------------------------------------------------------------------------------

@@ -170,8 +170,16 @@ def translate(error: BaseException) -> MemoraPGError:
 # own wrapping (a connect that fails, e.g. "the database system is shutting down"); they carry the SQLSTATE.
 _ADAPTED_ERRORS = (AsyncAdapt_asyncpg_dbapi.Error,)
 # Failures of the connection itself, which carry no SQLSTATE: a closed connection, a refused or reset
-# socket, a connect that timed out.
-_LOST_CONNECTION = (asyncpg.InterfaceError, OSError, ConnectionError, TimeoutError)
+# socket, a connect that timed out, and asyncpg's InternalClientError ("cannot switch to state ...;
+# another operation is in progress"): the client side of a connection a restart cut off mid-operation,
+# met by the next operation before it sends anything (seen under restarts in bench.soak).
+_LOST_CONNECTION = (
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    OSError,
+    ConnectionError,
+    TimeoutError,
+)
 
 
 @contextmanager
@@ -187,7 +195,7 @@ def database_errors() -> Iterator[None]:
         raise translate(error) from error
     except _LOST_CONNECTION as error:
         raise ConnectionLostError(f"The connection to the database failed: {error!r}") from error
-    except (sa_exc.SQLAlchemyError, asyncpg.exceptions.InternalClientError) as error:
+    except sa_exc.SQLAlchemyError as error:
         raise DatabaseError(f"The database call failed: {error!r}") from error
 
 
