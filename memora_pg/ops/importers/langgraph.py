@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -33,8 +33,15 @@ from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.autogen_contents import canonical_json
-from memora_pg.ops.importers.mem0_records import Refused
-from memora_pg.ops.importers.source import Snapshot, quoted, target_ready
+from memora_pg.ops.importers.source import (
+    Counts,
+    Refused,
+    Snapshot,
+    check_batch_size,
+    quoted,
+    target_ready,
+    vector_text,
+)
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -53,16 +60,11 @@ class LangGraphSource:
 
 
 @dataclass
-class ImportedItems:
+class ImportedItems(Counts):
     added: int = 0
     updated: int = 0
     unchanged: int = 0
     expired: int = 0
-    refused: list[Refused] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        counts = {k: v for k, v in vars(self).items() if k != "refused"}
-        return {**counts, "refused": [vars(r) for r in self.refused]}
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,7 @@ async def import_langgraph(
     progress: Progress | None = None,
 ) -> ImportedItems:
     """Bring ``source``'s items into the AutoGen face's entries of ``source.org_id``."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
-        raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
+    check_batch_size(batch_size)
     migrated = await target_ready(database, embedder, dry_run=dry_run, table="autogen_contents")
     done = ImportedItems()
     now = datetime.now(timezone.utc)
@@ -209,7 +210,7 @@ async def _write(
         "namespaces": [i.namespace for i in writes],
         "contents": [i.text for i in writes],
         "metadata": [json.dumps(i.metadata) for i in writes],
-        "embeddings": ["[" + ",".join(repr(float(x)) for x in v) + "]" for v in vectors],
+        "embeddings": [vector_text(v) for v in vectors],
         "created": [i.created_at for i in writes],
     }
     async with database.transaction(org_id=source.org_id) as conn:

@@ -21,7 +21,7 @@ import math
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundErro
 from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import deferred_index
 from memora_pg.ops.importers import mem0_records as records
-from memora_pg.ops.importers.source import Snapshot, quoted, target_ready
+from memora_pg.ops.importers.source import Counts, Snapshot, check_batch_size, quoted, target_ready, vector_text
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -63,8 +63,8 @@ class Mem0Source:
 
 
 @dataclass
-class Imported:
-    """What an import did (or, dry, would do)."""
+class Imported(Counts):
+    """What a mem0 import did (or, dry, would do)."""
 
     memories_added: int = 0
     memories_updated: int = 0
@@ -75,11 +75,6 @@ class Imported:
     events_of_deleted_skipped: int = 0
     vectors_kept: int = 0
     vectors_embedded: int = 0
-    refused: list[records.Refused] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        counts = {k: v for k, v in vars(self).items() if k != "refused"}
-        return {**counts, "refused": [vars(r) for r in self.refused]}
 
 
 # -- reading the source -----------------------------------------------------------------------------
@@ -216,10 +211,6 @@ WHERE org_id = :org_id AND event_id = ANY(CAST(:ids AS uuid[]))
 """
 
 
-def _vector_text(vector: Sequence[float]) -> str:
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
-
-
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
@@ -265,8 +256,7 @@ async def import_mem0(
     (mem0 deleted them). mem0's history file names no collection, and several collections may share
     one: only say so when the file is this collection's alone.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
-        raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
+    check_batch_size(batch_size)
     done = Imported()
     check_history(source.history_db)
     migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
@@ -357,7 +347,7 @@ async def _write_memories(
     missing = [n for n, v in enumerate(vectors) if v is None]
     made = await embed_checked(embedder, [writes[n].text for n in missing], query=False)
     for n, vector in zip(missing, made, strict=True):
-        vectors[n] = _vector_text(vector)
+        vectors[n] = vector_text(vector)
     done.vectors_embedded += len(missing)
     done.vectors_kept += len(writes) - len(missing)
     params = {

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from memora_pg.mem0.shapes import NO_AGENT, NO_USER, expires_at_of
+from memora_pg.ops.importers.source import Refused as Refused  # the refusal of a row, named here with the rows
 
 # Payload keys that become columns, or that memora_pg derives rather than keeps.
 COLUMN_KEYS = ("data", "user_id", "agent_id", "created_at", "hash", "text_lemmatized")
@@ -25,15 +26,6 @@ EVENTS = ("ADD", "UPDATE", "DELETE")
 # Event ids of a history without UUIDs (never written by mem0 2.x) are derived from them, stably.
 EVENT_NAMESPACE = uuid.UUID("0b6f6a52-3f3c-4c0f-9d43-0f1e6a1d2c77")
 MAX_TEXT = 100_000
-
-
-@dataclass(frozen=True)
-class Refused:
-    """A source row that cannot be imported, named by its key in the source."""
-
-    source: str
-    key: str
-    reason: str
 
 
 @dataclass(frozen=True)

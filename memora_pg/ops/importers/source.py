@@ -3,7 +3,8 @@ transaction (a snapshot: a SELECT's share lock and nothing more), rows in batche
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -12,7 +13,7 @@ from sqlalchemy import make_url
 from memora_pg import catalog
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder
-from memora_pg.errors import ConfigurationError, NotFoundError
+from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 
 S = TypeVar("S", bound="Snapshot")
 
@@ -92,3 +93,33 @@ async def target_ready(database: Database, embedder: Embedder, *, dry_run: bool,
         await database.ensure_schema(embedder.dimensions)
     await database.check_embedder(embedder.dimensions, table=table)
     return True
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A source row that cannot be imported, named by its key in the source."""
+
+    source: str
+    key: str
+    reason: str
+
+
+@dataclass
+class Counts:
+    """What an import did (or, dry, would do): its counters (a subclass's fields) and its refusals."""
+
+    refused: list[Refused] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        counts = {k: v for k, v in vars(self).items() if k != "refused"}
+        return {**counts, "refused": [vars(r) for r in self.refused]}
+
+
+def check_batch_size(batch_size: object) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
+        raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
+
+
+def vector_text(vector: Sequence[float]) -> str:
+    """pgvector's text form of a vector (what the writes cast to ``vector``)."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
