@@ -98,6 +98,7 @@ class Ledger:
     entries: list[Entry] = field(default_factory=list)
     faults: list[tuple[str, float, float]] = field(default_factory=list)
     written: int = 0
+    rss_by_minute: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._file = self.path.open("w")
@@ -766,7 +767,9 @@ async def soak(
     shown = ", ".join(f"{kind} every {every:.0f} s" for kind, every in faults.items()) or "none"
     print(f"soak: {clients} clients for {seconds:.0f} s; faults: {shown}", flush=True)
     faulting = [run_faults(server, ledger, kind, every, deadline) for kind, every in faults.items()]
+    minutes = asyncio.create_task(_sample_rss(ledger))
     await asyncio.gather(*(client(n) for n in range(clients)), *faulting)
+    minutes.cancel()
     # Before the faces close and the ledger is read back: the process as the application left it.
     rss_end = _rss_mb()
     connections = await _open_connections(server)
@@ -776,6 +779,13 @@ async def soak(
     problems = await check(server, ledger, states)
     untyped = Counter(e.error for e in ledger.entries if e.outcome == "untyped" and e.error)
     return Report(problems, untyped, _figures(ledger, seconds, connections, rss_start, rss_end), ledger)
+
+
+async def _sample_rss(ledger: Ledger) -> None:
+    """The process's RSS once a minute into the load: growth that stops is warm-up, growth that goes on a leak."""
+    while True:
+        await asyncio.sleep(60)
+        ledger.rss_by_minute.append(_rss_mb())
 
 
 async def _open_connections(server: Server) -> int:
@@ -816,6 +826,8 @@ def _figures(ledger: Ledger, seconds: float, connections: int, rss_start: float,
         f"RSS: {rss_start:.0f} MB at start, {rss_end:.0f} MB at the end of the load ({len(ledger.entries):,} calls,"
         " their ledger on disk)"
     )
+    if ledger.rss_by_minute:
+        lines.append("RSS by minute (MB): " + ", ".join(f"{mb:.0f}" for mb in ledger.rss_by_minute))
     return lines
 
 

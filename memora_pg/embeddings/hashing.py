@@ -6,8 +6,8 @@ import hashlib
 import itertools
 import math
 import re
+import struct
 from collections.abc import Sequence
-from functools import lru_cache
 
 from memora_pg.errors import InvalidInputError
 
@@ -19,20 +19,21 @@ _BIGRAM_WEIGHT = 0.5
 _PROBES = 4
 
 
-@lru_cache(maxsize=65536)
-def _feature(feature: str, dimensions: int) -> tuple[tuple[int, float], ...]:
+# The four 64-bit words of a feature's digest, one per probe.
+_DIGEST_WORDS = struct.Struct(f"<{_PROBES}Q")
+
+
+# Not cached: a cache of every word and word pair seen grows with the texts (40 MB at 65,536 features in an
+# hour of varied writes) and saved little of a call's time, most of which is the vector's arithmetic.
+def _feature(feature: str, dimensions: int) -> list[tuple[int, float]]:
     """Map a feature to a few (bucket, sign) pairs with a stable blake2b hash.
 
     Spreading each feature over several buckets keeps a chance collision between two
     unrelated words from making their texts look similar.
     """
     digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8 * _PROBES).digest()
-    probes = []
-    for probe in range(_PROBES):
-        value = int.from_bytes(digest[8 * probe : 8 * probe + 8], "little")
-        # The low bits choose the bucket and the top bit the sign, so the two are independent.
-        probes.append((value % dimensions, -1.0 if value >> 63 else 1.0))
-    return tuple(probes)
+    # The low bits choose the bucket and the top bit the sign, so the two are independent.
+    return [(value % dimensions, -1.0 if value >> 63 else 1.0) for value in _DIGEST_WORDS.unpack(digest)]
 
 
 class HashEmbedder:
