@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -34,6 +34,7 @@ from memora_pg.models import Agent, Interaction, MemoriesAndInteraction, Memory,
 from memora_pg.statements import run
 from memora_pg.vector import PgVectorDB
 
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 
@@ -139,13 +140,13 @@ class PostgresGraphDB(BaseGraphDB):
     async def update_organization(self, org_id: str, new_org_name: str) -> Organization:
         check.require(check.ORG_AND_NEW_NAME, org_id, new_org_name)
         check.require_name(check.ORG_AND_NEW_NAME, new_org_name)
-        async with self._db.transaction(org_id=org_id) as conn:
-            org = await orgs.rename(conn, org_id=org_id, org_name=new_org_name)
-            if org is not None:
-                await self._audit(conn, org_id=org_id, method="update_organization")
-        if org is None:
-            raise NotFoundError(check.ORG_MISSING)
-        return org
+        return await self._audited(
+            org_id,
+            lambda conn: orgs.rename(conn, org_id=org_id, org_name=new_org_name),
+            method="update_organization",
+            missing=check.ORG_MISSING,
+            ids=lambda _: {},
+        )
 
     async def delete_organization(self, org_id: str) -> None:
         """Delete the organization and everything it owns, embeddings included, in one transaction."""
@@ -170,11 +171,7 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def get_organization(self, org_id: str) -> Organization:
         check.require(check.ORG_ID, org_id)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            org = await orgs.get(conn, org_id=org_id)
-        if org is None:
-            raise NotFoundError(check.ORG_MISSING)
-        return org
+        return await self._found(org_id, lambda conn: orgs.get(conn, org_id=org_id), missing=check.ORG_MISSING)
 
     async def get_all_organizations(self, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
         """Every organization, oldest first; ``skip``/``limit`` page through them."""
@@ -189,24 +186,24 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_AGENT_LABEL, org_id, agent_label)
         check.require_name(check.ORG_AND_AGENT_LABEL, agent_label)
         owner = check.optional_id(check.AGENT_USER_ID, user_id)
-        async with self._db.transaction(org_id=org_id) as conn:
-            agent = await agents.create(conn, org_id=org_id, agent_label=agent_label, user_id=owner)
-            if agent is not None:
-                await self._audit(conn, org_id=org_id, method="create_agent", user_id=owner, agent_id=agent.agent_id)
-        if agent is None:
-            raise NotFoundError("Failed to create agent.")
-        return agent
+        return await self._audited(
+            org_id,
+            lambda conn: agents.create(conn, org_id=org_id, agent_label=agent_label, user_id=owner),
+            method="create_agent",
+            missing="Failed to create agent.",
+            ids=lambda agent: {"user_id": owner, "agent_id": agent.agent_id},
+        )
 
     async def update_agent(self, org_id: str, agent_id: str, new_agent_label: str) -> Agent:
         check.require(check.UPDATE_AGENT, org_id, agent_id, new_agent_label)
         check.require_name(check.UPDATE_AGENT, new_agent_label)
-        async with self._db.transaction(org_id=org_id) as conn:
-            agent = await agents.relabel(conn, org_id=org_id, agent_id=agent_id, agent_label=new_agent_label)
-            if agent is not None:
-                await self._audit(conn, org_id=org_id, method="update_agent", agent_id=agent_id)
-        if agent is None:
-            raise NotFoundError(check.AGENT_MISSING)
-        return agent
+        return await self._audited(
+            org_id,
+            lambda conn: agents.relabel(conn, org_id=org_id, agent_id=agent_id, agent_label=new_agent_label),
+            method="update_agent",
+            missing=check.AGENT_MISSING,
+            ids=lambda _: {"agent_id": agent_id},
+        )
 
     async def delete_agent(self, org_id: str, agent_id: str) -> None:
         """Delete only the agent; interactions and memories keep its id and stay readable."""
@@ -217,11 +214,9 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def get_agent(self, org_id: str, agent_id: str) -> Agent:
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            agent = await agents.get(conn, org_id=org_id, agent_id=agent_id)
-        if agent is None:
-            raise NotFoundError(check.AGENT_MISSING)
-        return agent
+        return await self._found(
+            org_id, lambda conn: agents.get(conn, org_id=org_id, agent_id=agent_id), missing=check.AGENT_MISSING
+        )
 
     async def get_all_org_agents(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[Agent]:
         """Every agent of the organization, user-specific ones included; oldest first."""
@@ -244,24 +239,24 @@ class PostgresGraphDB(BaseGraphDB):
     async def create_user(self, org_id: str, user_name: str) -> User:
         check.require(check.ORG_AND_USER_NAME, org_id, user_name)
         check.require_name(check.ORG_AND_USER_NAME, user_name)
-        async with self._db.transaction(org_id=org_id) as conn:
-            user = await users.create(conn, org_id=org_id, user_name=user_name)
-            if user is not None:
-                await self._audit(conn, org_id=org_id, method="create_user", user_id=user.user_id)
-        if user is None:
-            raise NotFoundError("Failed to create user.")
-        return user
+        return await self._audited(
+            org_id,
+            lambda conn: users.create(conn, org_id=org_id, user_name=user_name),
+            method="create_user",
+            missing="Failed to create user.",
+            ids=lambda user: {"user_id": user.user_id},
+        )
 
     async def update_user(self, org_id: str, user_id: str, new_user_name: str) -> User:
         check.require(check.UPDATE_USER, org_id, user_id, new_user_name)
         check.require_name(check.UPDATE_USER, new_user_name)
-        async with self._db.transaction(org_id=org_id) as conn:
-            user = await users.rename(conn, org_id=org_id, user_id=user_id, user_name=new_user_name)
-            if user is not None:
-                await self._audit(conn, org_id=org_id, method="update_user", user_id=user_id)
-        if user is None:
-            raise NotFoundError(check.USER_MISSING)
-        return user
+        return await self._audited(
+            org_id,
+            lambda conn: users.rename(conn, org_id=org_id, user_id=user_id, user_name=new_user_name),
+            method="update_user",
+            missing=check.USER_MISSING,
+            ids=lambda _: {"user_id": user_id},
+        )
 
     async def delete_user(self, org_id: str, user_id: str) -> None:
         """Delete the user with its interactions, memories, embeddings and user-specific agents."""
@@ -288,11 +283,9 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def get_user(self, org_id: str, user_id: str) -> User:
         check.require(check.ORG_AND_USER, org_id, user_id)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            user = await users.get(conn, org_id=org_id, user_id=user_id)
-        if user is None:
-            raise NotFoundError(check.USER_MISSING)
-        return user
+        return await self._found(
+            org_id, lambda conn: users.get(conn, org_id=org_id, user_id=user_id), missing=check.USER_MISSING
+        )
 
     async def get_all_org_users(self, org_id: str, *, skip: int = 0, limit: int | None = None) -> list[User]:
         """Every user of the organization, oldest first."""
@@ -682,6 +675,33 @@ class PostgresGraphDB(BaseGraphDB):
 
     def _entry(self, method: str, **fields: Any) -> audit.Entry | None:
         return audit.entry(self.settings.audit, method, **fields)
+
+    async def _audited(
+        self,
+        org_id: str,
+        write: Callable[[AsyncConnection], Awaitable[T | None]],
+        *,
+        method: str,
+        missing: str,
+        ids: Callable[[T], dict[str, Any]],
+    ) -> T:
+        """``write`` and its audit row (naming the ``ids`` of what it wrote) in one transaction; a
+        NotFoundError saying ``missing`` when it wrote nothing (what it needed is not there)."""
+        async with self._db.transaction(org_id=org_id) as conn:
+            written = await write(conn)
+            if written is not None:
+                await self._audit(conn, org_id=org_id, method=method, **ids(written))
+        if written is None:
+            raise NotFoundError(missing)
+        return written
+
+    async def _found(self, org_id: str, read: Callable[[AsyncConnection], Awaitable[T | None]], *, missing: str) -> T:
+        """What ``read`` finds, in a read-only transaction; a NotFoundError saying ``missing`` when nothing."""
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
+            found = await read(conn)
+        if found is None:
+            raise NotFoundError(missing)
+        return found
 
     async def _audit(self, conn: AsyncConnection, *, org_id: str, method: str, **fields: Any) -> None:
         """The call's audit row, in its transaction (unless auditing is off)."""

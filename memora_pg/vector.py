@@ -30,12 +30,11 @@ from memora_pg.contract import BaseVectorDB, MemorySearchScope
 from memora_pg.db import Database
 from memora_pg.embeddings import (
     Embedder,
-    default_embedder,
-    dimensions_for_new_database,
     embed_checked,
     unrelated_similarity,
 )
 from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.face import EmbeddingFace
 from memora_pg.graph import audit, memories, render, saves, search, timeline, upstream, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
@@ -56,7 +55,7 @@ def scope_value(scope: object) -> str:
 
 
 @tracing.instrument("memora", tracing.VECTOR)
-class PgVectorDB(BaseVectorDB):
+class PgVectorDB(EmbeddingFace, BaseVectorDB):
     """Memora's vector DB on pgvector, on the same tables (and, when shared, the same transactions) as the graph."""
 
     def __init__(
@@ -83,23 +82,6 @@ class PgVectorDB(BaseVectorDB):
         self.search_mode = mode
         self.exclude_superseded = exclude_superseded
         self._db.migrate_on_first_use(self.new_database_dimensions)
-
-    # -- plumbing ------------------------------------------------------------------------
-
-    @property
-    def database(self) -> Database:
-        return self._db
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder; without one given, the offline default (multilingual-e5-small) on first use."""
-        if self._embedder is None:
-            self._embedder = default_embedder()
-        return self._embedder
-
-    def new_database_dimensions(self) -> int:
-        """The vector dimension a new database gets: the embedder's, or the configured one."""
-        return dimensions_for_new_database(lambda: self.embedder, self._db.settings.embedding_dimensions)
 
     async def setup(self, *args: Any, **kwargs: Any) -> None:
         """Bring the schema to head (the vector column gets the embedder's dimension) and check the dimension."""

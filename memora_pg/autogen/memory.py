@@ -38,13 +38,12 @@ from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import (
     Embedder,
-    default_embedder,
-    dimensions_for_new_database,
     embed_checked,
     unrelated_similarity,
 )
 from memora_pg.embeddings.config import embedder_config, embedder_from_config
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
+from memora_pg.face import EmbeddingFace
 from memora_pg.graph import audit, autogen_contents, search, timeline
 from memora_pg.graph.validate import no_nul
 
@@ -110,7 +109,7 @@ async def _cancellable(token: CancellationToken | None, work: Coroutine[Any, Any
 
 
 @tracing.instrument("autogen", tracing.AUTOGEN)
-class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
+class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
     """A persistent, searchable AutoGen memory in memora_pg's database (table ``autogen_contents``).
 
     ``name`` is the namespace. ``database_url`` or ``engine`` (which stays the caller's) or
@@ -182,7 +181,7 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
         search.faces_mode(settings.search_mode)
         self._db = Database(database_url if database_url is not None else engine, settings=settings)
         # No setup() needed: the first statement brings the schema to head, the vectors sized by the embedder.
-        self._db.migrate_on_first_use(self._new_database_dimensions)
+        self._db.migrate_on_first_use(self.new_database_dimensions)
         self._database_url = database_url
         self._scope = autogen_contents.Scope(
             org_id=optional_id(org_id, "org_id") or DEFAULT_ORG_ID,
@@ -230,17 +229,6 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
     def score_threshold(self) -> float | None:
         return self._score_threshold
 
-    @property
-    def database(self) -> Database:
-        return self._db
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder; without one given, the offline default (multilingual-e5-small) on first use."""
-        if self._embedder is None:
-            self._embedder = default_embedder()
-        return self._embedder
-
     def _to_config(self) -> PostgresMemoryConfig:
         return PostgresMemoryConfig(
             name=self.name,
@@ -269,15 +257,12 @@ class PostgresMemory(Memory, Component[PostgresMemoryConfig]):
             allow_reset=config.allow_reset,
         )
 
-    def _new_database_dimensions(self) -> int:
-        return dimensions_for_new_database(lambda: self.embedder, self._db.settings.embedding_dimensions)
-
     async def setup(self) -> None:
         """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension.
 
         Optional: every method does this on first use.
         """
-        await self._db.migrate(self._new_database_dimensions())
+        await self._db.migrate(self.new_database_dimensions())
         await self.check_dimensions()
 
     async def check_dimensions(self) -> int:
