@@ -15,8 +15,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.errors import LLMError
 from memora_pg.graph import audit, history, memories
-from memora_pg.mem0.shapes import expires_at_of
+from memora_pg.mem0.shapes import expires_at_of, now_iso
 
 
 def session_of(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
@@ -107,3 +108,37 @@ def audit_entry(
         user_id=(user_id or None) if results else None,
         ids={"memories": [{"id": r["id"], "event": r["event"]} for r in results]},
     )
+
+
+async def apply_decisions(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    updates: Sequence[tuple[Mapping[str, Any], str]],
+    update_vectors: Sequence[Sequence[float]],
+    deletions: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """The language model's UPDATE and DELETE decisions of an inferred add (each a memory's row as it was
+    shown, with the new text of an update), in the caller's transaction with their history events; mem0's
+    result entries. A memory updated that is gone meanwhile is an LLMError, and the transaction rolls back."""
+    events: list[history.Event] = []
+    results: list[dict[str, Any]] = []
+    for (row, new_text), vector in zip(updates, update_vectors, strict=True):
+        metadata = {**row["metadata"], "updated_at": now_iso()}
+        rewritten = await rewrite(
+            conn, org_id=org_id, memory_id=row["memory_id"], text=new_text, embedding=vector, metadata=metadata
+        )
+        if rewritten is None:
+            raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
+        events.append(rewritten.event)
+        results.append(rewritten.result())
+    deleted, deletion_events = await delete(
+        conn,
+        org_id=org_id,
+        memory_ids=[row["memory_id"] for row in deletions],
+        metadata={row["memory_id"]: row["metadata"] for row in deletions},
+    )
+    events += deletion_events
+    results += [d.result() for d in deleted]
+    await history.record(conn, org_id=org_id, events=events)
+    return results

@@ -26,7 +26,6 @@ from memora_pg import tracing
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
-from memora_pg.errors import LLMError
 from memora_pg.graph import audit, history, memories, orgs, saves, search
 from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
@@ -290,25 +289,9 @@ class AsyncMemory:
             if additions:
                 await run(conn, self._new(scope, additions, None, at))
             results += [event_of(item, "ADD") for item in additions]
-            events: list[history.Event] = []
-            for (row, new_text), vector in zip(updates, update_vectors, strict=True):
-                meta = {**row["metadata"], "updated_at": now_iso()}
-                rewritten = await changes.rewrite(
-                    conn, org_id=self.org_id, memory_id=row["memory_id"], text=new_text, embedding=vector, metadata=meta
-                )
-                if rewritten is None:
-                    raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
-                events.append(rewritten.event)
-                results.append(rewritten.result())
-            deleted, deletion_events = await changes.delete(
-                conn,
-                org_id=self.org_id,
-                memory_ids=[row["memory_id"] for row in deletions],
-                metadata={row["memory_id"]: row["metadata"] for row in deletions},
+            results += await changes.apply_decisions(
+                conn, org_id=self.org_id, updates=updates, update_vectors=update_vectors, deletions=deletions
             )
-            events += deletion_events
-            results += [d.result() for d in deleted]
-            await history.record(conn, org_id=self.org_id, events=events)
             if results:
                 await self._audit(conn, "add", scope.user_id if additions else None, results)
         return {"results": results}
