@@ -51,7 +51,10 @@ def stage_sql(sql: str, cte: str, parameters: int) -> str:
 
 
 async def captured(face: PgVectorDB, queries: Sequence[str]) -> list[tuple[str, list[Any]]]:
-    """The SQL and arguments the face sends for each query."""
+    """The SQL and arguments the face sends for each query, once its search runs on the asyncpg path
+    (a statement's first run goes through SQLAlchemy, which tells that path its columns' types)."""
+    for query in queries[:3]:
+        await face.search_memory(query, MemorySearchScope.USER, scaling.ORG, scaling.USER)
     sent: list[tuple[str, list[Any]]] = []
     driver.listen(await face.database.engine(), lambda sql, arguments: sent.append((sql, list(arguments))))
     for query in queries:
