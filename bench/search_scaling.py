@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench import load as bench_load
+from bench.data import parse_scale
 from bench.retrieval import SharedEmbedder
 from bench.retrieval import load as load_locomo
 from bench.server import Server, connect, sqlalchemy_url
@@ -232,12 +233,6 @@ async def measure(
     return line, searched.median
 
 
-def _size(text: str) -> int:
-    text = text.strip().lower()
-    factor = {"k": 1_000, "m": 1_000_000}.get(text[-1], 1)
-    return int(float(text.rstrip("km")) * factor)
-
-
 async def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.search_scaling", description=__doc__.split("\n")[0])
     parser.add_argument("path", type=Path)
@@ -262,7 +257,7 @@ async def main(argv: list[str] | None = None) -> None:
     lines = list(header)
     medians: dict[tuple[str, int], float] = {}
     with Server(args.server_url) as server:
-        for size in map(_size, args.sizes.split(",")):
+        for size in map(parse_scale, args.sizes.split(",")):
             url = await server.create_database(f"bench_scaling_{size}")
             await fill(url, rows(data, size))
             for index in args.index.split(","):

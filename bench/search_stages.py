@@ -31,6 +31,7 @@ from typing import Any
 
 from bench import load as bench_load
 from bench import search_scaling as scaling
+from bench.data import parse_scale
 from bench.retrieval import SharedEmbedder
 from bench.server import Server, connect, sqlalchemy_url
 from bench.timing import Call, interleaved
@@ -75,7 +76,7 @@ async def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     embedder = SharedEmbedder(LocalEmbedder())
     data = await scaling.corpus(args.path, embedder)
-    size = scaling._size(args.size)
+    size = parse_scale(args.size)
     with Server(args.server_url) as server:
         url = await server.create_database("bench_stages")
         await scaling.fill(url, scaling.rows(data, size))

@@ -67,6 +67,11 @@ def many(vectors: Sequence[Sequence[float] | npt.NDArray[Any] | None]) -> list[b
     return [None if vector is None else encode(vector) for vector in vectors]
 
 
+def as_text(vector: Sequence[float] | npt.NDArray[Any]) -> str:
+    """pgvector's text form of a vector, ``[x,y,...]`` (what a ``CAST(... AS vector)`` of text reads)."""
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
 class BinaryVector(VECTOR):
     """pgvector's ``VECTOR`` for SQLAlchemy statements, its values bound as :func:`one` made them.
 
@@ -85,6 +90,6 @@ class BinaryVector(VECTOR):
 
         def process(value: Any) -> str:
             numbers = decode(value) if isinstance(value, bytes) else np.asarray(value, dtype=np.float32)
-            return "'[" + ",".join(repr(float(number)) for number in numbers) + "]'"
+            return f"'{as_text(numbers)}'"
 
         return process

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from memora_pg import vector_params
 from memora_pg.autogen.arguments import DEFAULT_ORG_ID, DEFAULT_ORG_NAME
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
@@ -40,7 +41,6 @@ from memora_pg.ops.importers.source import (
     check_batch_size,
     quoted,
     target_ready,
-    vector_text,
 )
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
@@ -210,7 +210,7 @@ async def _write(
         "namespaces": [i.namespace for i in writes],
         "contents": [i.text for i in writes],
         "metadata": [json.dumps(i.metadata) for i in writes],
-        "embeddings": [vector_text(v) for v in vectors],
+        "embeddings": [vector_params.as_text(v) for v in vectors],
         "created": [i.created_at for i in writes],
     }
     async with database.transaction(org_id=source.org_id) as conn:

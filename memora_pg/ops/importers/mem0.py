@@ -28,13 +28,14 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
+from memora_pg import vector_params
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import deferred_index
 from memora_pg.ops.importers import mem0_records as records
-from memora_pg.ops.importers.source import Counts, Snapshot, check_batch_size, quoted, target_ready, vector_text
+from memora_pg.ops.importers.source import Counts, Snapshot, check_batch_size, quoted, target_ready
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -347,7 +348,7 @@ async def _write_memories(
     missing = [n for n, v in enumerate(vectors) if v is None]
     made = await embed_checked(embedder, [writes[n].text for n in missing], query=False)
     for n, vector in zip(missing, made, strict=True):
-        vectors[n] = vector_text(vector)
+        vectors[n] = vector_params.as_text(vector)
     done.vectors_embedded += len(missing)
     done.vectors_kept += len(writes) - len(missing)
     params = {

@@ -3,7 +3,7 @@ transaction (a snapshot: a SELECT's share lock and nothing more), rows in batche
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -118,8 +118,3 @@ class Counts:
 def check_batch_size(batch_size: object) -> None:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= 10_000:
         raise InvalidInputError(f"batch_size must be an integer from 1 to 10,000, not {batch_size!r}")
-
-
-def vector_text(vector: Sequence[float]) -> str:
-    """pgvector's text form of a vector (what the writes cast to ``vector``)."""
-    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
