@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.errors import LLMError
 from memora_pg.graph import audit, history, memories
-from memora_pg.mem0.shapes import expires_at_of, now_iso
+from memora_pg.mem0.shapes import caller_metadata, expires_at_of, json_metadata, now_iso
 
 
 def session_of(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
@@ -67,6 +67,36 @@ async def rewrite(
     previous, user_id = changed
     event = history.Event(memory_id, user_id, "UPDATE", previous, text, *session_of(metadata))
     return Rewritten(previous, user_id, event)
+
+
+async def edit(
+    conn: AsyncConnection,
+    *,
+    org_id: str,
+    memory_id: uuid.UUID,
+    text: str | None,
+    embedding: Sequence[float] | None,
+    given: dict[str, Any],
+) -> tuple[history.Event, str] | None:
+    """``update()``'s change: the memory locked as it is read (a concurrent delete cannot slip in before the
+    write), the caller's metadata ``given`` merged into its own (identity keys left out), and its text and
+    vector replaced when ``text`` is given. Its UPDATE event and user; None when it is gone."""
+    current = await memories.lock_metadata(conn, org_id=org_id, memory_id=memory_id)
+    if current is None:
+        return None
+    merged = json_metadata({**current, **caller_metadata(given, current, "update()"), "updated_at": now_iso()})
+    if text is not None and embedding is not None:
+        rewritten = await rewrite(
+            conn, org_id=org_id, memory_id=memory_id, text=text, embedding=embedding, metadata=merged
+        )
+        return None if rewritten is None else (rewritten.event, rewritten.user_id)
+    changed = await memories.set_metadata(
+        conn, org_id=org_id, memory_id=memory_id, metadata=merged, expires_at=expires_at_of(merged)
+    )
+    if changed is None:
+        return None
+    unchanged, user_id = changed
+    return history.Event(memory_id, user_id, "UPDATE", unchanged, unchanged, *session_of(merged)), user_id
 
 
 @dataclass(frozen=True)

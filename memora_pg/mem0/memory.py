@@ -44,20 +44,16 @@ from memora_pg.mem0.shapes import (
     actor_of,
     add_scope,
     added_at,
-    caller_metadata,
     check_threshold,
     combined_filters,
     event_of,
     existing_id,
     expiration_of,
-    expires_at_of,
     history_item,
     item_of,
-    json_metadata,
     messages_of,
     new_memory,
     new_metadata,
-    now_iso,
     scope_of,
     search_query,
     shown_at,
@@ -451,28 +447,13 @@ class AsyncMemory:
         parsed = existing_id(memory_id)
         await self._prepare()
         vector = (await self._embed([text], query=False))[0] if text is not None else None
-        missing = MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
         async with self._db.transaction(org_id=self.org_id) as conn:
-            # Locked as it is read: a concurrent delete cannot slip in before the rewrite below.
-            current = await memories.lock_metadata(conn, org_id=self.org_id, memory_id=parsed)
-            if current is None:
-                raise missing
-            merged = json_metadata({**current, **caller_metadata(given, current, "update()"), "updated_at": now_iso()})
-            if text is None or vector is None:
-                changed = await memories.set_metadata(
-                    conn, org_id=self.org_id, memory_id=parsed, metadata=merged, expires_at=expires_at_of(merged)
-                )
-                if changed is None:
-                    raise missing
-                unchanged, user_id = changed
-                event = history.Event(parsed, user_id, "UPDATE", unchanged, unchanged, *changes.session_of(merged))
-            else:
-                rewritten = await changes.rewrite(
-                    conn, org_id=self.org_id, memory_id=parsed, text=text, embedding=vector, metadata=merged
-                )
-                if rewritten is None:
-                    raise missing
-                event, user_id = rewritten.event, rewritten.user_id
+            edited = await changes.edit(
+                conn, org_id=self.org_id, memory_id=parsed, text=text, embedding=vector, given=given
+            )
+            if edited is None:
+                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+            event, user_id = edited
             await history.record(conn, org_id=self.org_id, events=[event])
             await self._audit(conn, "update", user_id, [{"id": str(parsed), "event": "UPDATE"}])
         return {"message": "Memory updated successfully!"}
