@@ -195,25 +195,32 @@ RARITY_ROWS = 600
 LEXICAL_ROWS = 100
 
 
-# The words of the searched table that ANALYZE's statistics show common enough that a large scope like
-# the table holds each in at least ``{common_rows}`` rows: the schema's ``common_terms`` (migration 0010),
-# given the smallest large scope, and the user whose rows the scope is, if it is just a user's rows.
+# The words of the searched table that ANALYZE's statistics show common enough that the scope holds each
+# in at least ``{common_rows}`` rows: the schema's ``common_terms`` (migration 0013), given the smallest
+# large scope, and the column and value the scope is the rows of, if the statistics can size it.
 COMMON_TERMS = """
 SELECT listed.lexeme
-FROM {schema}.common_terms('{table}', {user}, {scope_rows}, {common_rows}) AS listed(lexeme)
+FROM {schema}.common_terms('{table}', {scope_column}, {scope_value}, {scope_rows}, {common_rows}) AS listed(lexeme)
 """
+# The scopes whose size the statistics estimate, by the parameter naming the scope's one value.
+SIZED_BY = {"user_id": "where_user_id", "org_id": "where_org_id"}
 
 
-def _common_terms(corpus: Corpus, schema: str, size: CTE, *, candidates: int, user_scope: bool) -> CTE:
+def _common_terms(corpus: Corpus, schema: str, size: CTE, *, candidates: int, sized_by: str | None) -> CTE:
     """:data:`COMMON_TERMS` for a scope of more than :data:`EXACT_ROWS` rows (a smaller scope runs
-    nothing): a word held by at least twice as many rows as a rare word may be, in a scope of the user's
-    rows as ANALYZE estimated them (``user_scope``: ``where`` is the user's rows and nothing more,
-    ``:where_user_id``), or else in the smallest large scope. Without statistics, none."""
+    nothing): a word held by at least twice as many rows as a rare word may be, in a scope of as many
+    rows as ANALYZE estimates the scope's value to hold (``sized_by``: ``where`` is the rows of one user,
+    or of one organization, and nothing more; see :data:`SIZED_BY`), or else in the smallest large
+    scope. Without statistics, none."""
+    scope_column, scope_value = ("NULL", "NULL")
+    if sized_by is not None:
+        scope_column, scope_value = f"'{sized_by}'", f"CAST(:{SIZED_BY[sized_by]} AS text)"
     sql = render(
         COMMON_TERMS,
         schema=quoted(schema),
         table=corpus.table.name,
-        user="CAST(:where_user_id AS text)" if user_scope else "NULL",
+        scope_column=scope_column,
+        scope_value=scope_value,
         scope_rows=EXACT_ROWS + 1,
         common_rows=2 * (candidates + 1),
     )
@@ -256,7 +263,7 @@ def _candidates(
     nearest: int,
     candidates: int,
     scoped: bool,
-    user_scope: bool,
+    sized_by: str | None,
     statistics: bool,
 ) -> Select[Any]:
     """For each query, its candidates among the rows matching ``where`` with what their score needs:
@@ -290,7 +297,7 @@ def _candidates(
     large = size.c.n > number(EXACT_ROWS)
     common: ColumnElement[bool] = false()
     if statistics:
-        listed = _common_terms(corpus, schema, size, candidates=candidates, user_scope=user_scope)
+        listed = _common_terms(corpus, schema, size, candidates=candidates, sized_by=sized_by)
         common = term.c.lexeme.in_(select(listed.c.lexeme))
     holds = search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY))
     branches_of_count = (
@@ -396,7 +403,7 @@ def statement(
     scoped: bool,
     weights: Weights,
     one_query: bool = True,
-    user_scope: bool = False,
+    sized_by: str | None = None,
     statistics: bool = True,
 ) -> Select[Any]:
     """Each query's candidates, with what :func:`memora_pg.graph.scoring.rank` scores them on: ``query_no``,
@@ -405,7 +412,8 @@ def statement(
 
     ``where`` must pin the organization (as ``:where_org_id``, which the lookups by key reuse);
     ``scoped`` says it also pins a user or a namespace (whose rows may then be few enough to sort
-    exactly); ``user_scope`` that it is a user's rows and nothing more (``:where_user_id``).
+    exactly); ``sized_by`` that it is the rows of one user (``'user_id'``, ``:where_user_id``) or one
+    organization (``'org_id'``) and nothing more, a scope whose size the statistics estimate.
     ``statistics`` says the table's statistics may be read (:data:`COMMON_TERMS`; not on Citus, whose
     coordinator has none of a distributed table and whose workers would read them as the caller). Takes
     :func:`query_params`' parameters (of one query when ``one_query``), and ``ef``.
@@ -418,7 +426,7 @@ def statement(
         nearest=nearest_count(k, weights.candidates),
         candidates=weights.candidates,
         scoped=scoped,
-        user_scope=user_scope,
+        sized_by=sized_by,
         statistics=statistics,
     )
 

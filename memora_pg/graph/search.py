@@ -263,7 +263,7 @@ def statement(
         built = _built(corpus, schema, where.shape, k, scoped, dense, weights, one, statistics)
     else:
         built = _build(
-            corpus, schema, where.sql(), k, scoped, dense, weights, one, user_scope=False, statistics=statistics
+            corpus, schema, where.sql(), k, scoped, dense, weights, one, sized_by=None, statistics=statistics
         )
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
@@ -283,7 +283,7 @@ def _build(
     weights: scoring.Weights,
     one: bool,
     *,
-    user_scope: bool,
+    sized_by: str | None,
     statistics: bool,
 ) -> Select[Any]:
     if not dense:
@@ -295,7 +295,7 @@ def _build(
             scoped=scoped,
             weights=weights,
             one_query=one,
-            user_scope=user_scope,
+            sized_by=sized_by,
             statistics=statistics,
         )
     if corpus is MEMORIES:
@@ -317,19 +317,21 @@ def _built(
 ) -> Select[Any]:
     """A search of a usual scope, built once: building the statement costs more than running it."""
     condition = _SHAPES[shape[0]](*shape[1:])
-    user_scope = _user_scope(shape)
     return _build(
-        corpus, schema, condition, k, scoped, dense, weights, one, user_scope=user_scope, statistics=statistics
+        corpus, schema, condition, k, scoped, dense, weights, one, sized_by=_sized_by(shape), statistics=statistics
     )
 
 
-def _user_scope(shape: tuple[Any, ...]) -> bool:
-    """Whether a condition of this shape is a user's memories and nothing more (no agent, no time, no filter):
-    a scope whose size the table's statistics estimate."""
+def _sized_by(shape: tuple[Any, ...]) -> str | None:
+    """The column whose one value a condition of this shape selects, and nothing more (no agent, no time,
+    no filter): ``'user_id'`` for a user's memories, ``'org_id'`` for an organization's; a scope whose size
+    the table's statistics estimate. None for any other condition."""
     if shape[0] != "memories":
-        return False
+        return None
     _, user, agent, current_only, clock, _, *filtered = shape  # the shape memories_where builds
-    return user and not agent and not current_only and clock is None and not filtered
+    if agent or current_only or clock is not None or filtered:
+        return None
+    return "user_id" if user else "org_id"
 
 
 async def find(

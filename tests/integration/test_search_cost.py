@@ -43,7 +43,8 @@ SELECT 'org', md5('large' || g)::uuid, 'large', 'agent', 'i' || (g / 10), words,
        memora.to_search_text(words)
 FROM generate_series(0, {large} - 1) AS g,
      LATERAL (SELECT 'the user talked about ' || (ARRAY['tea', 'chess', 'lisbon', 'music', 'cycling'])[g % 5 + 1]
-                     || CASE WHEN g % 2000 = 7 THEN ' and a zeppelin' ELSE '' END AS words) AS t;
+                     || CASE WHEN g % 2000 = 7 THEN ' and a zeppelin' ELSE '' END
+                     || CASE WHEN g % 20 = 3 THEN ' with a kite' ELSE '' END AS words) AS t;
 INSERT INTO memora.memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, embedding, search_text)
 SELECT 'org', md5('small' || g)::uuid, 'small', 'agent', 'a small note about tea number ' || g, now(),
        (SELECT array_agg(random() - 0.5 + 0 * d + 0 * g) FROM generate_series(1, {dims}) AS d)::vector,
@@ -132,6 +133,37 @@ async def test_a_large_users_search_probes_no_word_the_tables_statistics_show_co
     store = PgVectorDB(seeded, settings=Settings(db_schema="memora"), embedder=HashEmbedder(DIMENSIONS))
     try:
         hits = await store.search_memory("the zeppelin", MemorySearchScope.USER, "org", "large")
+        assert sum("zeppelin" in memory.memory for memory, _ in hits) == LARGE // 2000
+    finally:
+        await store.close()
+
+
+def _organization_statement(query: str) -> Any:
+    return search.statement(
+        search.MEMORIES,
+        schema="memora",
+        where=search.memories_where("org"),
+        vectors=[[0.1] * DIMENSIONS],
+        texts=[query],
+        k=10,
+        scoped=False,
+        mode="hybrid",
+        settings=Settings(),
+    )
+
+
+async def test_an_organizations_search_probes_no_word_the_statistics_show_common_in_it(seeded: AsyncEngine) -> None:
+    """"kite" is in one memory of twenty: 500 of the organization's rows, more than a rare word may have,
+    though few enough that a scope of the smallest large size would hold it rarely. The statistics size
+    the organization's scope, so the word's posting list is never read. "zeppelin" (5 rows) is probed."""
+    common = await _analyze(seeded, _organization_statement("a kite"))
+    assert not [n for n in _memories_scans(common) if n["Node Type"] == "Bitmap Heap Scan"]
+    rare = await _analyze(seeded, _organization_statement("a kite and a zeppelin"))
+    probes = [n for n in _memories_scans(rare) if n["Node Type"] == "Bitmap Heap Scan"]
+    assert sum(n["Actual Rows"] * n["Actual Loops"] for n in probes) == LARGE // 2000
+    store = PgVectorDB(seeded, settings=Settings(db_schema="memora"), embedder=HashEmbedder(DIMENSIONS))
+    try:
+        hits = await store.search_memory("the zeppelin", MemorySearchScope.ORGANIZATION, "org")
         assert sum("zeppelin" in memory.memory for memory, _ in hits) == LARGE // 2000
     finally:
         await store.close()

@@ -17,7 +17,7 @@ common_terms AS
 (SELECT listed.lexeme AS lexeme 
 FROM (
 SELECT listed.lexeme
-FROM "memora".common_terms('autogen_contents', NULL, 2001, 302) AS listed(lexeme)
+FROM "memora".common_terms('autogen_contents', NULL, NULL, 2001, 302) AS listed(lexeme)
 ) AS listed 
 WHERE (SELECT scope_rows.n > 2000 AS anon_2 
 FROM scope_rows)), 
