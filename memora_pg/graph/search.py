@@ -138,6 +138,7 @@ def _memories_condition(
     clock: str | None = None,
     schema: str | None = None,
     also: FilterShape | None = None,
+    also_leaves_few: bool = False,  # not a condition: what _sized_by reads of the shape
 ) -> ColumnElement[bool]:
     conditions = [memories.c.org_id == bindparam("where_org_id")]
     if also is not None:
@@ -187,12 +188,15 @@ def memories_where(
     as_of: datetime | None = None,
     clock: str = timeline.VALID,
     schema: str | None = None,
+    also_leaves_few: bool = False,
 ) -> Where:
     """The memories a search looks at: the organization's, the user's and the agent's when given,
     only those no newer version supersedes when ``current_only``, and those matching ``also``.
 
     With ``as_of`` (and the ``schema``, whose functions hold the rule), only the versions current
-    at that time by ``clock``, whatever ``current_only`` says.
+    at that time by ``clock``, whatever ``current_only`` says. ``also_leaves_few`` says ``also`` leaves
+    out few rows (the expired memories), so that the scope is still about as large as the user's or the
+    organization's rows, as the table's statistics estimate them (:func:`_sized_by`).
     """
     params: dict[str, Any] = {"where_org_id": org_id, "where_user_id": user_id, "where_agent_id": agent_id}
     timed = as_of is not None
@@ -211,7 +215,7 @@ def memories_where(
     filtered = FilterShape(also)
     if filtered.key is None:
         return Where(None, params, and_(_memories_condition(*shape[1:]), also))
-    return Where((*shape, filtered), {**params, **filtered.values})
+    return Where((*shape, filtered, also_leaves_few), {**params, **filtered.values})
 
 
 def autogen_where(scope: autogen_contents_rows.Scope, *, as_of: datetime | None = None) -> Where:
@@ -324,12 +328,12 @@ def _built(
 
 def _sized_by(shape: tuple[Any, ...]) -> str | None:
     """The column whose one value a condition of this shape selects, and nothing more (no agent, no time,
-    no filter): ``'user_id'`` for a user's memories, ``'org_id'`` for an organization's; a scope whose size
-    the table's statistics estimate. None for any other condition."""
+    no filter but one that leaves out few rows): ``'user_id'`` for a user's memories, ``'org_id'`` for an
+    organization's; a scope whose size the table's statistics estimate. None for any other condition."""
     if shape[0] != "memories":
         return None
     _, user, agent, current_only, clock, _, *filtered = shape  # the shape memories_where builds
-    if agent or current_only or clock is not None or filtered:
+    if agent or current_only or clock is not None or (filtered and not filtered[1]):
         return None
     return "user_id" if user else "org_id"
 

@@ -56,6 +56,7 @@ from memora_pg.mem0.shapes import (
     new_metadata,
     scope_of,
     search_query,
+    searched,
     shown_at,
     top_k_of,
     with_vector,
@@ -339,8 +340,7 @@ class AsyncMemory:
         query = search_query(query)
         top_k = top_k_of(top_k, kwargs)
         threshold = check_threshold(threshold)
-        combined, where = combined_filters(filters, kwargs)
-        where = and_(where, shown_at(self._db.schema, as_of, as_of_clock, show_expired))
+        combined, rows = searched(self.org_id, self._db.schema, filters, kwargs, as_of, as_of_clock, show_expired)
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         if top_k == 0:
@@ -351,7 +351,7 @@ class AsyncMemory:
             self._db,
             search.MEMORIES,
             org_id=self.org_id,
-            where=search.memories_where(self.org_id, also=where),
+            where=rows,
             vectors=[vector],
             texts=[query],
             k=top_k,

@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, true
+from sqlalchemy import ColumnElement, and_, true
 
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph import filters as filter_language
-from memora_pg.graph import timeline
+from memora_pg.graph import search, timeline
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
@@ -417,3 +417,24 @@ class AddRequest:
     scope: Scope
     metadata: dict[str, Any]
     at: datetime
+
+
+def searched(
+    org_id: str,
+    schema: str,
+    filters: dict[str, Any] | None,
+    kwargs: dict[str, Any],
+    as_of: object,
+    clock: object,
+    show_expired: bool,
+) -> tuple[dict[str, Any], search.Where]:
+    """A search's filters (:func:`combined_filters`) and the memories it looks at: those the filters match
+    and :func:`shown_at` shows. Filters that pin the user and nothing else, searched now (mem0's usual
+    search), are the user's memories less the expired ones: a scope the table's statistics size as the
+    user's (``memories_where``'s ``also_leaves_few``)."""
+    combined, where = combined_filters(filters, kwargs)
+    shown = shown_at(schema, as_of, clock, show_expired)
+    pinned = filter_language.pinned_ids(combined)
+    if as_of is None and combined.keys() == {"user_id"} and "user_id" in pinned:
+        return combined, search.memories_where(org_id, user_id=pinned["user_id"], also=shown, also_leaves_few=True)
+    return combined, search.memories_where(org_id, also=and_(where, shown))

@@ -23,6 +23,7 @@ from memora_pg import MemorySearchScope, PgVectorDB, Settings
 from memora_pg.db import with_vector_codec
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.graph import nearest, scoring, search
+from memora_pg.mem0 import shapes
 from tests.conftest import _create_database, _drop_database
 from tests.integration.helpers import Explain, executed_nodes, seed_for_plans
 
@@ -167,6 +168,32 @@ async def test_an_organizations_search_probes_no_word_the_statistics_show_common
         assert sum("zeppelin" in memory.memory for memory, _ in hits) == LARGE // 2000
     finally:
         await store.close()
+
+
+def _mem0_statement(filters: dict[str, Any], query: str) -> Any:
+    _, where = shapes.searched("org", "memora", filters, {}, None, "valid", False)
+    return search.statement(
+        search.MEMORIES,
+        schema="memora",
+        where=where,
+        vectors=[[0.1] * DIMENSIONS],
+        texts=[query],
+        k=10,
+        scoped=True,
+        mode="hybrid",
+        settings=Settings(),
+    )
+
+
+async def test_a_mem0_style_search_of_a_user_sizes_its_scope_as_the_users(seeded: AsyncEngine) -> None:
+    """The mem0-style search of filters that pin the user alone (its unexpired memories) skips the words the
+    statistics show common among the user's rows, as the Memora face does: "kite", in 500 of them. A filter
+    that may narrow the scope much further (here a metadata key) probes it: the word may be rare among the
+    rows the filter keeps."""
+    common = await _analyze(seeded, _mem0_statement({"user_id": "large"}, "a kite"))
+    assert not [n for n in _memories_scans(common) if n["Node Type"] == "Bitmap Heap Scan"]
+    narrowed = await _analyze(seeded, _mem0_statement({"user_id": "large", "topic": "t1"}, "a kite"))
+    assert [n for n in _memories_scans(narrowed) if n["Node Type"] == "Bitmap Heap Scan"]
 
 
 async def test_a_small_users_search_sorts_its_rows_and_probes_unattached_neighbours(seeded: AsyncEngine) -> None:
