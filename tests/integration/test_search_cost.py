@@ -75,18 +75,22 @@ async def seeded(seeded_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-def _statement(user: str, query: str, mode: str = "hybrid") -> Any:
+def _searching(where: search.Where, query: str, *, scoped: bool = True, mode: str = "hybrid") -> Any:
     return search.statement(
         search.MEMORIES,
         schema="memora",
-        where=search.memories_where("org", user_id=user),
+        where=where,
         vectors=[[0.1] * DIMENSIONS],
         texts=[query],
         k=10,
-        scoped=True,
+        scoped=scoped,
         mode=mode,
         settings=Settings(),
     )
+
+
+def _statement(user: str, query: str, mode: str = "hybrid") -> Any:
+    return _searching(search.memories_where("org", user_id=user), query, mode=mode)
 
 
 async def _analyze(engine: AsyncEngine, statement: Any) -> list[dict[str, Any]]:
@@ -140,21 +144,11 @@ async def test_a_large_users_search_probes_no_word_the_tables_statistics_show_co
 
 
 def _organization_statement(query: str) -> Any:
-    return search.statement(
-        search.MEMORIES,
-        schema="memora",
-        where=search.memories_where("org"),
-        vectors=[[0.1] * DIMENSIONS],
-        texts=[query],
-        k=10,
-        scoped=False,
-        mode="hybrid",
-        settings=Settings(),
-    )
+    return _searching(search.memories_where("org"), query, scoped=False)
 
 
 async def test_an_organizations_search_probes_no_word_the_statistics_show_common_in_it(seeded: AsyncEngine) -> None:
-    """"kite" is in one memory of twenty: 500 of the organization's rows, more than a rare word may have,
+    """ "kite" is in one memory of twenty: 500 of the organization's rows, more than a rare word may have,
     though few enough that a scope of the smallest large size would hold it rarely. The statistics size
     the organization's scope, so the word's posting list is never read. "zeppelin" (5 rows) is probed."""
     common = await _analyze(seeded, _organization_statement("a kite"))
@@ -172,17 +166,7 @@ async def test_an_organizations_search_probes_no_word_the_statistics_show_common
 
 def _mem0_statement(filters: dict[str, Any], query: str) -> Any:
     _, where = shapes.searched("org", "memora", filters, {}, None, "valid", False)
-    return search.statement(
-        search.MEMORIES,
-        schema="memora",
-        where=where,
-        vectors=[[0.1] * DIMENSIONS],
-        texts=[query],
-        k=10,
-        scoped=True,
-        mode="hybrid",
-        settings=Settings(),
-    )
+    return _searching(where, query)
 
 
 async def test_a_mem0_style_search_of_a_user_sizes_its_scope_as_the_users(seeded: AsyncEngine) -> None:
