@@ -46,11 +46,10 @@ class Statement:
     """A statement and its parameters: a named SQL constant (``{schema}`` filled in when it runs)
     or a Core statement.
 
-    ``steps``, when given, does the same work in the caller's transaction in the form a Citus cluster
-    routes, and returns rows of the same shape. It is what runs on Citus: there a data-modifying CTE
-    that reads another CTE is pulled to the coordinator, its result broadcast to every worker (a
-    two-phase commit on all of them), while the same rows as multi-row inserts
-    (:mod:`memora_pg.graph.rows`) are planned on the organization's one shard.
+    ``steps``, when given, does the same work statement by statement in the caller's transaction and
+    returns rows of the same shape. It is what runs on a Citus cluster: there every data-modifying
+    CTE of a one-statement write is an intermediate result broadcast to every worker (a two-phase
+    commit on all of them), while each step alone is planned on the organization's one shard.
     """
 
     sql: str | Executable

@@ -14,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.graph import memories, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
-from memora_pg.graph.rows import Insert, insert_together
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
 from memora_pg.sql_text import render
@@ -36,12 +35,13 @@ WHERE EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = 
 RETURNING interaction_id
 """
 
-# On Citus: the row alone, after OWNERS_EXIST, as a multi-row insert (memora_pg.graph.rows): the INSERT ...
-# SELECT above would be pulled to the coordinator and COPYed (two-phase commit, the worker's sequence).
-ROW = Insert(
-    "INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)",
-    "(:org_id, :interaction_id, :user_id, :agent_id, :at, :at)",
-)
+# On Citus: the row alone, after OWNERS_EXIST. A multi-row ``INSERT ... VALUES`` is routed to the
+# organization's shard with its identity default taken on the coordinator; the INSERT ... SELECT
+# above is pulled to the coordinator and COPYed (two-phase commit, the worker's sequence).
+CREATE_ROW = """
+INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
+VALUES (:org_id, :interaction_id, :user_id, :agent_id, :at, :at)
+"""
 
 OWNERS_EXIST = """
 SELECT EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
@@ -57,7 +57,7 @@ async def create(
     if on_citus(conn):
         owners = (await conn.execute(sql(conn, OWNERS_EXIST), params)).one()
         if owners.user_exists and owners.agent_exists:
-            await insert_together(conn, params, [ROW])
+            await conn.execute(sql(conn, CREATE_ROW), params)
         return bool(owners.user_exists), bool(owners.agent_exists)
     if (await conn.execute(sql(conn, CREATE), params)).one_or_none() is not None:
         return True, True

@@ -31,7 +31,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.graph import audit, history, interactions, versions
 from memora_pg.graph.memories import NEW_MEMORIES, SCOPE, SOURCES, NewMemory, memory_params, scope_params
-from memora_pg.graph.rows import Insert, insert_together
 from memora_pg.sql_text import render
 from memora_pg.statements import Statement, sql
 
@@ -45,17 +44,49 @@ new_messages AS (
 )"""
 
 
-# -- on Citus ---------------------------------------------------------------------------------------
-# There each data-modifying CTE of the statements below would be pulled to the coordinator and its rows
-# COPYed (a two-phase commit on every worker). The same rows are written instead as multi-row inserts
-# (memora_pg.graph.rows): after a check that the owners exist, one statement routed to the organization's
-# worker, then the contrary links, when there are any.
+# -- statement by statement (Citus) ------------------------------------------------------------------
+# On a Citus cluster each data-modifying CTE of a one-statement write is run first and its result
+# broadcast to every worker, and the transaction commits in two phases on all of them. There the
+# same rows are written by statements of their own, each a multi-row ``INSERT ... VALUES`` with the
+# organization as a constant, in the caller's transaction. Citus routes such an insert to the
+# organization's one shard and evaluates its identity defaults (``nextval``) on the coordinator; an
+# ``INSERT ... SELECT FROM unnest(...)`` instead is pulled to the coordinator and COPYed into the
+# shard (a two-phase commit, and ``nextval`` of the worker's sequence, which an application role
+# may not use). One worker, one-phase commit.
 
-MESSAGE_ROWS = Insert(
+# Rows per multi-row insert: each row binds a handful of parameters, PostgreSQL allows 32767.
+ROWS_PER_STATEMENT = 1000
+
+
+def rows_statement(head: str, row: str, tail: str, n: int) -> str:
+    """``head VALUES row_0, ..., row_{n-1} tail``: ``{n}`` in ``row`` becomes each row's parameter suffix."""
+    values = ",\n".join(render(row, n=f"_{i}") for i in range(n))
+    return render("{head}\nVALUES {values}\n{tail}", head=head, values=values, tail=tail)
+
+
+async def insert_rows(
+    conn: AsyncConnection, head: str, row: str, tail: str, common: dict[str, Any], rows: Sequence[dict[str, Any]]
+) -> list[Any]:
+    """Insert ``rows`` (each its parameters without suffix) with multi-row inserts; the first column of
+    what they return."""
+    returned: list[Any] = []
+    for start in range(0, len(rows), ROWS_PER_STATEMENT):
+        chunk = rows[start : start + ROWS_PER_STATEMENT]
+        params = dict(common)
+        for i, values in enumerate(chunk):
+            params.update({f"{name}_{i}": value for name, value in values.items()})
+        result = await conn.execute(sql(conn, rows_statement(head, row, tail, len(chunk))), params)
+        if result.returns_rows:
+            returned.extend(result.scalars())
+    return returned
+
+
+MESSAGE_ROWS = (
     "INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)",
     "(:org_id, :interaction_id, :msg_position{n}, :role{n}, :content{n})",
+    "",
 )
-MEMORY_ROWS = Insert(
+MEMORY_ROWS = (
     """INSERT INTO {schema}.memories AS m
     (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata, embedding, search_text,
      expires_at)""",
@@ -66,24 +97,24 @@ MEMORY_ROWS = Insert(
     """ON CONFLICT (org_id, memory_id) DO UPDATE
 SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
     embedding = excluded.embedding, search_text = excluded.search_text
-WHERE m.user_id = excluded.user_id""",
-    returning="m.memory_id",
+WHERE m.user_id = excluded.user_id
+RETURNING m.memory_id""",
 )
-SOURCE_ROWS = Insert(
+SOURCE_ROWS = (
     "INSERT INTO {schema}.memory_sources (org_id, memory_id, interaction_id, msg_position)",
     "(:org_id, :memory_id{n}, :interaction_id, :msg_position{n})",
+    "",
 )
-ADDED_ROWS = Insert(
+ADDED_ROWS = (
     "INSERT INTO {schema}.memory_history"
     " (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)",
     "(:org_id, :event_id{n}, :memory_id{n}, :user_id, 'ADD', :memory{n}, :actor_id{n}, :role{n},"
     " CAST(:at AS timestamptz))",
+    "",
 )
-AUDIT_ROW = Insert(
-    "INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)",
-    "(:org_id, :audit_event_id{n}, :audit_user_id{n}, :audit_agent_id{n}, :audit_method{n},"
-    " CAST(:audit_ids{n} AS jsonb))",
-)
+AUDIT_ALONE = """
+INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)
+VALUES (:org_id, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method, CAST(:audit_ids AS jsonb))"""
 
 
 def _common(params: dict[str, Any]) -> dict[str, Any]:
@@ -123,31 +154,45 @@ MEMORY_ARRAYS = {
 }
 
 
-def _messages(params: dict[str, Any]) -> Insert:
+async def _messages_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
     rows = _rows(params, {"role": "roles", "content": "contents"})
-    return MESSAGE_ROWS.of([{**row, "msg_position": n} for n, row in enumerate(rows)])
+    await insert_rows(conn, *MESSAGE_ROWS, _common(params), [{**row, "msg_position": n} for n, row in enumerate(rows)])
 
 
-def _audit(params: dict[str, Any]) -> list[Insert]:
-    """The call's audit row, when it has one."""
-    if not params["audited"]:
-        return []
-    return [AUDIT_ROW.of([{name: value for name, value in params.items() if name.startswith("audit_")}])]
-
-
-async def _memories_alone(
-    conn: AsyncConnection, params: dict[str, Any], *, link: bool, first: Sequence[Insert] = ()
-) -> _Result:
-    """The ``first`` rows, the memory rows, their sources and the audit row in one statement; then their
-    contrary links (with ``link``)."""
-    memories = [MEMORY_ROWS.of(_rows(params, MEMORY_ARRAYS))]
-    sources = SOURCE_ROWS.of(_rows(params, {"memory_id": "source_memory_ids", "msg_position": "source_positions"}))
-    returned = await insert_together(conn, _common(params), [*first, *memories, sources, *_audit(params)])
+async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link: bool) -> _Result:
+    """The memory rows, their sources, their links (with ``link``) and the audit row, one statement each."""
+    common = _common(params)
+    written: list[uuid.UUID] = []
+    if params["memory_ids"]:
+        written = await insert_rows(conn, *MEMORY_ROWS, common, _rows(params, MEMORY_ARRAYS))
+    if params["source_memory_ids"]:
+        sources = _rows(params, {"memory_id": "source_memory_ids", "msg_position": "source_positions"})
+        await insert_rows(conn, *SOURCE_ROWS, common, sources)
     linked: list[uuid.UUID] = []
     if link and params["new_ids"]:
         linked = list((await conn.execute(sql(conn, LINKS_ALONE), params)).scalars())
         await versions.clock_linked(conn, org_id=params["org_id"], linked=linked)
-    return _Result(written=returned[len(first)], linked=linked)
+    await _audit_alone(conn, params)
+    return _Result(written=written, linked=linked)
+
+
+async def _audit_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
+    if params["audited"]:
+        await conn.execute(
+            sql(conn, AUDIT_ALONE),
+            {name: params[name] for name in params if name == "org_id" or name.startswith("audit_")},
+        )
+
+
+async def _added_alone(conn: AsyncConnection, params: dict[str, Any]) -> None:
+    arrays = {
+        "event_id": "event_ids",
+        "memory_id": "memory_ids",
+        "memory": "memories",
+        "actor_id": "actor_ids",
+        "role": "roles",
+    }
+    await insert_rows(conn, *ADDED_ROWS, _common(params), _rows(params, arrays))
 
 
 # The arms that write new memories with their sources, their contrary links and the call's audit row.
@@ -213,10 +258,14 @@ def save(
     }
 
     async def steps(conn: AsyncConnection) -> list[_Result]:
-        owners = (await conn.execute(sql(conn, interactions.OWNERS_EXIST), params)).one()
-        if not (owners.user_exists and owners.agent_exists):
-            return [_Result(user_exists=bool(owners.user_exists), agent_exists=bool(owners.agent_exists))]
-        return [await _memories_alone(conn, params, link=True, first=[interactions.ROW, _messages(params)])]
+        user_exists, agent_exists = await interactions.create(
+            conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
+        )
+        if not (user_exists and agent_exists):
+            return [_Result(user_exists=user_exists, agent_exists=agent_exists)]
+        if messages:
+            await _messages_alone(conn, params)
+        return [await _memories_alone(conn, params, link=True)]
 
     return Statement(SAVE, params, steps)
 
@@ -285,14 +334,12 @@ def written(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Written:
     return Written(written=list(row.written), unlinked=versions.unlinked(items, row.linked))
 
 
-COLLECTION_ORGANIZATION = Insert(
-    "INSERT INTO {schema}.organizations (org_id, org_name)", "(:org_id, :collection)", "ON CONFLICT DO NOTHING"
-)
-COLLECTION_USER = Insert(
-    "INSERT INTO {schema}.users (org_id, user_id, user_name)",
-    "(:org_id, :user_id, :user_name)",
-    "ON CONFLICT DO NOTHING",
-)
+COLLECTION_ORGANIZATION = """
+INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :collection)
+ON CONFLICT DO NOTHING"""
+COLLECTION_USER = """
+INSERT INTO {schema}.users (org_id, user_id, user_name) VALUES (:org_id, :user_id, :user_name)
+ON CONFLICT DO NOTHING"""
 
 ADD = render(
     """
@@ -306,8 +353,8 @@ collection_user AS ({user}
 {audit}
 SELECT 1
 """,
-    organization=COLLECTION_ORGANIZATION.one_row(),
-    user=COLLECTION_USER.one_row(),
+    organization=COLLECTION_ORGANIZATION,
+    user=COLLECTION_USER,
     scope=SCOPE,
     new_memories=NEW_MEMORIES,
     added=history.ADDED,
@@ -340,13 +387,12 @@ def add(
     }
 
     async def steps(conn: AsyncConnection) -> list[_Result]:
-        events = {"event_id": "event_ids", "memory_id": "memory_ids", "memory": "memories"}
-        added = ADDED_ROWS.of(_rows(params, {**events, "actor_id": "actor_ids", "role": "roles"}))
-        memories = MEMORY_ROWS.of(_rows(params, MEMORY_ARRAYS))
-        common = {**_common(params), "collection": collection, "user_name": params["user_name"]}
-        await insert_together(
-            conn, common, [COLLECTION_ORGANIZATION, COLLECTION_USER, memories, added, *_audit(params)]
-        )
+        await conn.execute(sql(conn, COLLECTION_ORGANIZATION), params)
+        await conn.execute(sql(conn, COLLECTION_USER), params)
+        if params["memory_ids"]:
+            await insert_rows(conn, *MEMORY_ROWS, _common(params), _rows(params, MEMORY_ARRAYS))
+            await _added_alone(conn, params)
+        await _audit_alone(conn, params)
         return [_Result()]
 
     return Statement(ADD, params, steps)

@@ -189,9 +189,6 @@ async def test_every_statement_of_the_main_calls_is_router_plannable(
             continue  # a step of a write over constants: the coordinator sends its rows to one shard
         assert counts, f"not a distributed plan:\n{statement}\n{plan}"
         assert counts == [1] * len(counts), f"not single-shard:\n{statement}\n{plan}"
-        # A write's rows (memora_pg.graph.rows) are CTEs of multi-row inserts, each its own single-shard
-        # task on the organization's worker; any other statement is planned whole.
-        if not statement.lstrip().startswith("WITH rows_0 AS"):
-            assert "Distributed Subplan" not in plan, f"planned in several steps:\n{statement}\n{plan}"
+        assert "Distributed Subplan" not in plan, f"planned in several steps:\n{statement}\n{plan}"
     await sent_engine.dispose()
     assert explained > 20
