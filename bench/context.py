@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bench import data
@@ -56,11 +55,7 @@ class Statements:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.sent: list[tuple[str, Any]] = []
-        event.listen(engine.sync_engine, "before_cursor_execute", self._record)
         driver.listen(engine, lambda statement, arguments: self.sent.append((statement, arguments)))
-
-    def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
-        self.sent.append((statement, parameters))
 
     def clear(self) -> None:
         self.sent.clear()

@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import event
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.base import Executable
@@ -178,12 +179,15 @@ _LISTENERS: weakref.WeakKeyDictionary[Any, list[Callable[[str, Sequence[Any]], N
 
 
 def listen(engine: AsyncEngine, callback: Callable[[str, Sequence[Any]], None]) -> None:
-    """Call ``callback(sql, arguments)`` before each statement this module sends on ``engine``'s pool.
-
-    SQLAlchemy's ``before_cursor_execute`` event does not see these statements;
-    ``memora_pg.testing.count_statements`` listens to both.
-    """
+    """Call ``callback(sql, arguments)`` before each statement sent on ``engine``'s pool, on either path:
+    this module's (statements run here) and SQLAlchemy's (its ``before_cursor_execute`` event, which does
+    not see this module's statements). The one way to watch what memora_pg sends."""
     _LISTENERS.setdefault(engine.sync_engine.pool, []).append(callback)
+
+    def relay(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
+        callback(statement, parameters)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", relay)
 
 
 def _announce(engine: AsyncEngine, sql: str, arguments: Sequence[Any]) -> None:

@@ -7,9 +7,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import driver
@@ -24,10 +21,5 @@ FakeEmbedder = HashEmbedder
 def count_statements(engine: AsyncEngine) -> list[str]:
     """Record every statement sent through ``engine`` (for tests and benchmarks of round trips)."""
     sent: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        sent.append(statement)
-
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
     driver.listen(engine, lambda statement, arguments: sent.append(statement))
     return sent
