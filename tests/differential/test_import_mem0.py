@@ -98,6 +98,18 @@ def _items(memory: Any, **filters: Any) -> list[tuple[Any, ...]]:
     )
 
 
+async def _analyzed(target: str) -> bool:
+    """Whether the target's memories have statistics (the search of a large scope reads them)."""
+    conn = await asyncpg.connect(_plain(target))
+    try:
+        found = await conn.fetchval(
+            "SELECT count(*) FROM pg_stats WHERE schemaname = 'memora' AND tablename = 'memories'"
+        )
+    finally:
+        await conn.close()
+    return bool(found)
+
+
 async def test_import_is_whole_verified_and_idempotent(source: Any, target: str, fake_openai: FakeOpenAIServer) -> None:
     theirs, mem0_source, ids = source
     before = await _checksum(mem0_source)
@@ -106,7 +118,9 @@ async def test_import_is_whole_verified_and_idempotent(source: Any, target: str,
         dry = await import_mem0(database, mem0_source, _embedder(fake_openai), dry_run=True)
         assert (dry.memories_added, dry.refused) == (5, [])
         assert (dry.events_added, dry.events_of_deleted_skipped) == (7, 2)  # the deleted memory's, by default
+        assert not await _analyzed(target)
         done = await import_mem0(database, mem0_source, _embedder(fake_openai), batch_size=2, deleted_history=True)
+        assert await _analyzed(target)  # the import's last step: not left to autovacuum
         assert (done.memories_added, done.memories_updated, done.vectors_embedded) == (5, 0, 5)
         assert done.events_added == 9  # 6 ADD, 2 UPDATE, 1 DELETE
         assert await verify_mem0(database, mem0_source, _embedder(fake_openai), deleted_history=True) == []

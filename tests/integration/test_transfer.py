@@ -404,6 +404,35 @@ async def test_import_moves_identity_sequences_past_the_imported_rows(
     assert seqs["later"] > max(seq for memory, seq in seqs.items() if memory != "later")
 
 
+async def test_an_import_leaves_the_statistics_the_search_reads_up_to_date(
+    graph: PostgresGraphDB, source: Database, target: str
+) -> None:
+    """An import analyzes the searched tables in its own transaction: the imported memories' words are in
+    ``pg_stats`` as it commits, not after autovacuum's next analyze (a large scope's search reads them)."""
+    org = (await graph.create_organization("Acme")).org_id
+    user = (await graph.create_user(org, "Jake")).user_id
+    agent = (await graph.create_agent(org, "Jenny")).agent_id
+    facts = [(f"user_X collects kites number {n}", [0]) for n in range(20)]
+    await graph.save_interaction_with_memories(org, agent, user, payload(chat("kites"), facts))
+    await import_text(target, await export_text(source))
+    engine = create_async_engine(target)
+    try:
+        async with engine.connect() as conn:
+            words = (
+                await conn.execute(
+                    text(
+                        "SELECT CAST(most_common_elems AS text) FROM pg_stats"
+                        " WHERE schemaname = :schema AND tablename = 'memories' AND attname = 'search_text'"
+                    ),
+                    {"schema": SCHEMA},
+                )
+            ).scalar()
+    finally:
+        await engine.dispose()
+    assert words is not None
+    assert "kite" in words
+
+
 # -- all or nothing -------------------------------------------------------------------------------
 
 

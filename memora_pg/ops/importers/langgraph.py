@@ -42,6 +42,7 @@ from memora_pg.ops.importers.source import (
     quoted,
     target_ready,
 )
+from memora_pg.ops.statistics import analyze_searched
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -173,6 +174,8 @@ async def import_langgraph(
             seen += len(rows)
             if progress is not None:
                 progress(seen, total)
+    if not dry_run:
+        await analyze_searched(database)
     return done
 
 

@@ -36,6 +36,7 @@ from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import deferred_index
 from memora_pg.ops.importers import mem0_records as records
 from memora_pg.ops.importers.source import Counts, Snapshot, check_batch_size, quoted, target_ready
+from memora_pg.ops.statistics import analyze_searched
 from memora_pg.sql_text import render
 from memora_pg.statements import sql
 
@@ -305,6 +306,8 @@ async def import_mem0(
         # source may be the same database.
         if index_after:
             await deferred_index.restore(database)
+    if not dry_run:
+        await analyze_searched(database)
     return done
 
 

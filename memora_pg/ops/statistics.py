@@ -1,0 +1,36 @@
+"""The statistics a search reads, brought up to date at the end of a bulk import.
+
+A search of a large scope (a user, or an organization, of more than 2,000 memories) skips the query
+words that ANALYZE's statistics show common in it, and sizes the scope from the same statistics
+(``common_terms()``, migrations 0010 and 0013). Right after an import those statistics describe the
+table as it was, until autovacuum's next analyze (a minute or more on a large table); meanwhile each
+common word of a query is probed through the GIN index, its whole posting list read. So every import
+analyzes the searched tables as its last step.
+
+Not on Citus: there the search reads no statistics (the coordinator keeps none of a distributed table).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg.db import Database
+from memora_pg.sql_text import quoted, render
+
+__all__ = ["analyze_searched"]
+
+ANALYZE = "ANALYZE {schema}.memories, {schema}.autogen_contents"
+
+
+async def analyze_searched(database: Database, conn: AsyncConnection | None = None) -> None:
+    """Analyze the searched tables, in ``conn``'s transaction (an import's own, so that the statistics
+    commit with its rows), or else in one of their own."""
+    if await database.citus():
+        return
+    statement = text(render(ANALYZE, schema=quoted(database.schema)))
+    if conn is not None:
+        await conn.execute(statement)
+        return
+    async with database.transaction() as own:
+        await own.execute(statement)
