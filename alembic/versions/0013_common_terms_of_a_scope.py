@@ -79,8 +79,8 @@ def _function(arguments: str, scope: str) -> str:
 
 
 def _drop(arguments: str) -> str:
-    types = ", ".join(argument.split(" ", 1)[1] for argument in arguments.split(", "))
-    return f'DROP FUNCTION "{options().schema}".common_terms({types})'
+    # DROP FUNCTION reads the arguments' names too, and goes by their types.
+    return f'DROP FUNCTION "{options().schema}".common_terms({arguments})'
 
 
 def upgrade() -> None:

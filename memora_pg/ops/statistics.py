@@ -5,7 +5,7 @@ words that ANALYZE's statistics show common in it, and sizes the scope from the 
 (``common_terms()``, migrations 0010 and 0013). Right after an import those statistics describe the
 table as it was, until autovacuum's next analyze (a minute or more on a large table); meanwhile each
 common word of a query is probed through the GIN index, its whole posting list read. So every import
-analyzes the searched tables as its last step.
+analyzes the searched tables it wrote as its last step.
 
 Not on Citus: there the search reads no statistics (the coordinator keeps none of a distributed table).
 """
@@ -18,17 +18,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg.db import Database
 from memora_pg.sql_text import quoted, render
 
-__all__ = ["analyze_searched"]
+__all__ = ["SEARCHED", "analyze_searched"]
 
-ANALYZE = "ANALYZE {schema}.memories, {schema}.autogen_contents"
+# The tables a search reads the statistics of.
+SEARCHED = ("memories", "autogen_contents")
 
 
-async def analyze_searched(database: Database, conn: AsyncConnection | None = None) -> None:
-    """Analyze the searched tables, in ``conn``'s transaction (an import's own, so that the statistics
-    commit with its rows), or else in one of their own."""
+async def analyze_searched(database: Database, *tables: str, conn: AsyncConnection | None = None) -> None:
+    """Analyze ``tables`` (of :data:`SEARCHED`, those an import wrote), in ``conn``'s transaction (an import's
+    own, so that the statistics commit with its rows), or else in one of their own."""
     if await database.citus():
         return
-    statement = text(render(ANALYZE, schema=quoted(database.schema)))
+    schema = quoted(database.schema)
+    statement = text("ANALYZE " + ", ".join(render("{schema}.{table}", schema=schema, table=t) for t in tables))
     if conn is not None:
         await conn.execute(statement)
         return

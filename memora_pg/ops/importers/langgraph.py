@@ -175,7 +175,7 @@ async def import_langgraph(
             if progress is not None:
                 progress(seen, total)
     if not dry_run:
-        await analyze_searched(database)
+        await analyze_searched(database, "autogen_contents")
     return done
 
 

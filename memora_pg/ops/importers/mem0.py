@@ -307,7 +307,7 @@ async def import_mem0(
         if index_after:
             await deferred_index.restore(database)
     if not dry_run:
-        await analyze_searched(database)
+        await analyze_searched(database, "memories")
     return done
 
 

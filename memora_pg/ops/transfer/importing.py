@@ -31,7 +31,7 @@ from memora_pg.db import Database
 from memora_pg.errors import AlreadyExistsError, ConfigurationError, InvalidInputError, NotFoundError, translate
 from memora_pg.graph import versions
 from memora_pg.ops.indexes import prepare_build
-from memora_pg.ops.statistics import analyze_searched
+from memora_pg.ops.statistics import SEARCHED, analyze_searched
 from memora_pg.ops.transfer.records import (
     BY_NAME,
     EXPORTED_TABLES,
@@ -104,7 +104,7 @@ async def import_(
             for definition in set_aside:
                 await conn.execute(text(definition))
             await _advance_identities(conn, database.schema)
-            await analyze_searched(database, conn)
+            await analyze_searched(database, *SEARCHED, conn=conn)
     return batches.counts
 
 
