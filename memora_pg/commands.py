@@ -37,7 +37,8 @@ def _run(call: Coroutine[Any, Any, int]) -> int:
 
 
 class Progress:
-    """A one-line progress bar on stderr (only on a terminal); ``update(done, total)``."""
+    """A one-line progress bar on stderr (only on a terminal): ``with Progress(label) as bar:``, then
+    ``bar.update(done, total)``; leaving the block ends the line, whatever happened in it."""
 
     def __init__(self, label: str, stream: TextIO | None = None) -> None:
         self.label = label
@@ -56,7 +57,10 @@ class Progress:
             self.stream.write(f"\r{self.label} {done}")
         self.stream.flush()
 
-    def close(self) -> None:
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
         if self.live:
             self.stream.write("\n")
 
@@ -190,8 +194,7 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with Database(settings=_settings(args)) as database:
-            bar = Progress("re-embedding")
-            try:
+            with Progress("re-embedding") as bar:
                 result = await reembed.reembed(
                     database,
                     embedder,
@@ -200,8 +203,6 @@ def cmd_reembed(args: argparse.Namespace) -> int:
                     progress=bar.update,
                     restart=args.restart,
                 )
-            finally:
-                bar.close()
         data = result.as_dict() if hasattr(result, "as_dict") else vars(result)
         _print(args, data, "re-embedded: " + ", ".join(f"{k}={v}" for k, v in data.items()))
         return 0
@@ -219,13 +220,10 @@ def cmd_text_search(args: argparse.Namespace) -> int:
                 found = await text_search.current(database)
                 _print(args, {"config": found}, found)
                 return 0
-            bar = Progress("rewriting full-text vectors")
-            try:
+            with Progress("rewriting full-text vectors") as bar:
                 result = await text_search.switch(
                     database, args.config, batch_size=args.batch_size, progress=bar.update
                 )
-            finally:
-                bar.close()
         data = result.as_dict()
         _print(args, data, f"text search: {result.previous} -> {result.config}, {result.rewritten} vectors rewritten")
         return 0
@@ -248,12 +246,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with Database(settings=_settings(args)) as database:
-            bar = Progress("exporting", sys.stderr)
-            try:
-                with _output(args.output) as out:
-                    counts = await transfer.export(database, out, org_id=args.org_id, progress=bar.update)
-            finally:
-                bar.close()
+            with Progress("exporting", sys.stderr) as bar, _output(args.output) as out:
+                counts = await transfer.export(database, out, org_id=args.org_id, progress=bar.update)
         print(json.dumps(counts) if args.json else "exported: " + _counts(counts), file=sys.stderr)
         return 0
 
@@ -271,13 +265,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         async with Database(settings=_settings(args)) as database:
-            bar = Progress("importing")
-            try:
+            with Progress("importing") as bar:
                 await database.migrate()
                 source: Any = sys.stdin if args.input == "-" else Path(args.input)
                 counts = await transfer.import_(database, source, progress=bar.update)
-            finally:
-                bar.close()
         _print(args, counts, "imported: " + _counts(counts))
         return 0
 
@@ -427,8 +418,7 @@ def _import_from(args: argparse.Namespace) -> int:
                 differences = await verify_mem0(database, mem0, embedder, deleted_history=args.deleted_history)
                 _print(args, differences, "\n".join(differences) or "no differences")
                 return 1 if differences else 0
-            bar = Progress("importing")
-            try:
+            with Progress("importing") as bar:
                 done: Any
                 if args.source_kind == "mem0":
                     done = await import_mem0(
@@ -453,8 +443,6 @@ def _import_from(args: argparse.Namespace) -> int:
                         batch_size=args.batch_size,
                         progress=bar.update,
                     )
-            finally:
-                bar.close()
         data = done.as_dict()
         counts = {k: v for k, v in data.items() if k != "refused"}
         lines = [("would import: " if args.dry_run else "imported: ") + _counts(counts)]

@@ -222,8 +222,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Every agent of the organization, user-specific ones included; oldest first."""
         check.require(check.ORG_ID, org_id)
         skip, limit = check.optional_paging(skip, limit)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await agents.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
+        return await self._read(org_id, lambda conn: agents.list_for_org(conn, org_id=org_id, skip=skip, limit=limit))
 
     async def get_all_user_agents(
         self, org_id: str, user_id: str, *, skip: int = 0, limit: int | None = None
@@ -231,8 +230,9 @@ class PostgresGraphDB(BaseGraphDB):
         """Only the agents created for this user (not the org-wide ones); oldest first."""
         check.require(check.ORG_AND_USER, org_id, user_id)
         skip, limit = check.optional_paging(skip, limit)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await agents.list_for_org(conn, org_id=org_id, user_id=user_id, skip=skip, limit=limit)
+        return await self._read(
+            org_id, lambda conn: agents.list_for_org(conn, org_id=org_id, user_id=user_id, skip=skip, limit=limit)
+        )
 
     # -- users ---------------------------------------------------------------------------
 
@@ -291,8 +291,7 @@ class PostgresGraphDB(BaseGraphDB):
         """Every user of the organization, oldest first."""
         check.require(check.ORG_ID, org_id)
         skip, limit = check.optional_paging(skip, limit)
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await users.list_for_org(conn, org_id=org_id, skip=skip, limit=limit)
+        return await self._read(org_id, lambda conn: users.list_for_org(conn, org_id=org_id, skip=skip, limit=limit))
 
     # -- interactions --------------------------------------------------------------------
 
@@ -695,10 +694,14 @@ class PostgresGraphDB(BaseGraphDB):
             raise NotFoundError(missing)
         return written
 
+    async def _read(self, org_id: str, read: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """What ``read`` returns, in a read-only transaction of the organization."""
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
+            return await read(conn)
+
     async def _found(self, org_id: str, read: Callable[[AsyncConnection], Awaitable[T | None]], *, missing: str) -> T:
         """What ``read`` finds, in a read-only transaction; a NotFoundError saying ``missing`` when nothing."""
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            found = await read(conn)
+        found = await self._read(org_id, read)
         if found is None:
             raise NotFoundError(missing)
         return found

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from memora_pg import embedded, migrations
+from memora_pg import commands, embedded, migrations
 from memora_pg.cli import EXAMPLES, build_parser, main
 
 COMMANDS = sorted(EXAMPLES)
@@ -289,3 +289,40 @@ def test_large_tables_get_their_new_index_concurrently_later(
     assert main(["index", "build", "--database-url", fresh_database]) == 0
     capsys.readouterr()
     assert main(["doctor", "--database-url", fresh_database]) == 0
+
+
+class _Terminal:
+    """A stream that says it is a terminal, keeping what is written to it."""
+
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, text: str) -> None:
+        self.written.append(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_progress_bar_ends_its_line_even_when_the_command_fails() -> None:
+    """On a terminal the bar draws itself and ends its line on the way out, a failure included; off a
+    terminal (a pipe, a log) it writes nothing."""
+    terminal = _Terminal()
+
+    def failing_import() -> None:
+        with commands.Progress("importing", terminal) as bar:  # type: ignore[arg-type]
+            bar.update(5, 10)
+            raise RuntimeError("the source went away")
+
+    with pytest.raises(RuntimeError):
+        failing_import()
+    assert terminal.written == ["\rimporting [###############---------------] 5/10", "\n"]
+
+    piped = _Terminal()
+    piped.isatty = lambda: False  # type: ignore[method-assign]
+    with commands.Progress("importing", piped) as bar:  # type: ignore[arg-type]
+        bar.update(5)
+    assert piped.written == []
