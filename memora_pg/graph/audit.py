@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.graph.rows import Rows
 from memora_pg.schema import audit_log
 
 
@@ -36,13 +37,12 @@ def entry(enabled: bool, method: str, **fields: Any) -> Entry | None:
 
 # The audit row of a one-statement write, written when the statement's ``scope`` row exists
 # (that is, when the write happens) and the call is audited.
-ARM = """
-audit AS (
-    INSERT INTO {schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)
-    SELECT scope.org_id, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method, CAST(:audit_ids AS jsonb)
-    FROM scope
-    WHERE CAST(:audited AS boolean)
-)"""
+ARM = Rows(
+    "audit",
+    into="{schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)",
+    values="{org_id}, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method, CAST(:audit_ids AS jsonb)",
+    when="audited",
+)
 
 
 def arm_params(audited: Entry | None) -> dict[str, Any]:

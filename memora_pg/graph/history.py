@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memory_history
 
 if TYPE_CHECKING:
@@ -22,18 +23,19 @@ if TYPE_CHECKING:
 
 # The ADD event of each new memory (the statement's ``new_memories`` arm holds the memories),
 # dated as the memory is (mem0's history gives every event the memory's creation time).
-ADDED = """
-added AS (
-    INSERT INTO {schema}.memory_history
-        (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)
-    SELECT scope.org_id, given.event_id, given.memory_id, scope.user_id, 'ADD', given.memory,
-           given.actor_id, given.role, scope.obtained_at
-    FROM scope,
-         unnest(CAST(:event_ids AS uuid[]), CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]),
-                CAST(:actor_ids AS text[]), CAST(:roles AS text[]))
-         WITH ORDINALITY AS given(event_id, memory_id, memory, actor_id, role, n)
-    ORDER BY given.n
-)"""
+ADDED = Rows(
+    "added",
+    into="""{schema}.memory_history
+        (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)""",
+    values="{org_id}, {event_id}, {memory_id}, {user_id}, 'ADD', {memory}, {actor_id}, {role}, {obtained_at}",
+    given={
+        "event_id": Given("event_ids", "uuid"),
+        "memory_id": Given("memory_ids", "uuid"),
+        "memory": Given("memories", "text"),
+        "actor_id": Given("actor_ids", "text"),
+        "role": Given("roles", "text"),
+    },
+)
 
 
 def added_params(items: Sequence[NewMemory]) -> dict[str, Any]:

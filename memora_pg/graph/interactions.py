@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, insert, update
+from sqlalchemy import delete, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memora_pg.graph import memories, versions
+from memora_pg.graph import memories, rows, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
+from memora_pg.graph.rows import Given, Rows
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
 from memora_pg.sql_text import render
@@ -24,6 +25,29 @@ from memora_pg.statements import Statement, from_json, on_citus, sql
 class Message:
     role: str | None
     content: str | None
+
+
+# The messages of an interaction, at their positions: an arm of the save's statement, or a statement of
+# their own when messages are appended (:func:`append_messages`) or a save runs on Citus.
+MESSAGES = Rows(
+    "new_messages",
+    into="{schema}.messages (org_id, interaction_id, msg_position, role, content)",
+    values="{org_id}, {interaction_id}, {msg_position}, {role}, {content}",
+    given={
+        "msg_position": Given("msg_positions", "int"),
+        "role": Given("roles", "text"),
+        "content": Given("contents", "text"),
+    },
+)
+
+
+def message_params(new: Sequence[Message], start: int = 0) -> dict[str, list[Any]]:
+    """The parameters of :data:`MESSAGES` for ``new``, the first at position ``start``."""
+    return {
+        "msg_positions": list(range(start, start + len(new))),
+        "roles": [message.role for message in new],
+        "contents": [message.content for message in new],
+    }
 
 
 # The interaction is created only if its user and agent exist in the organization.
@@ -108,20 +132,8 @@ def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
 async def append_messages(
     conn: AsyncConnection, *, org_id: str, interaction_id: str, start: int, new: Sequence[Message]
 ) -> None:
-    if new:
-        await conn.execute(
-            insert(messages),
-            [
-                {
-                    "org_id": org_id,
-                    "interaction_id": interaction_id,
-                    "msg_position": start + offset,
-                    "role": message.role,
-                    "content": message.content,
-                }
-                for offset, message in enumerate(new)
-            ],
-        )
+    scope = {"org_id": org_id, "interaction_id": interaction_id}
+    await rows.insert(conn, MESSAGES, {**scope, **message_params(new, start)})
 
 
 async def truncate_messages(conn: AsyncConnection, *, org_id: str, interaction_id: str, start: int) -> None:

@@ -1,8 +1,9 @@
 """Memories: their rows and the messages they came from.
 
-Where a memory is written: :data:`NEW_MEMORIES`, the one ``INSERT`` of memory rows, a CTE
-arm that every writing statement of every face includes (a save, an update, a mem0-style
-add, the vector store's upsert). Each such statement defines ``scope``, one row naming the
+Where a memory is written: :data:`NEW_MEMORIES`, the one ``INSERT`` of memory rows, whose CTE
+arm every writing statement of every face includes (a save, an update, a mem0-style add, the
+vector store's upsert), and whose multi-row form the same writes send on Citus
+(:mod:`memora_pg.graph.rows`). Each such statement defines ``scope``, one row naming the
 organization, user, agent, interaction and time the new memories get, or no row when the
 write must not happen (then nothing is written). The full-text vector is always computed by
 the schema's ``to_search_text`` function, which holds the database's text-search
@@ -30,6 +31,7 @@ from memora_pg import vector_params
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph import timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
+from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memories
 from memora_pg.sql_text import render
 from memora_pg.statements import FilterShape, Statement, run, sql
@@ -52,35 +54,36 @@ class NewMemory:
 # The memory row, as every writer writes it. Ids are new (uuid4) except in the vector store's
 # upsert, where an id the user already has rewrites that memory's text and vectors (its
 # interaction, metadata and sources stay) and an id of another user writes nothing.
-NEW_MEMORIES = """
-new_memories AS (
-    INSERT INTO {schema}.memories AS m
+NEW_MEMORIES = Rows(
+    "new_memories",
+    into="""{schema}.memories AS m
         (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata,
-         embedding, search_text, expires_at)
-    SELECT scope.org_id, given.memory_id, scope.user_id, scope.agent_id, scope.interaction_id, given.memory,
-           scope.obtained_at, coalesce(CAST(given.metadata AS jsonb), '{}'),
-           given.embedding, CASE WHEN given.embedding IS NOT NULL THEN {schema}.to_search_text(given.memory) END,
-           given.expires_at
-    FROM scope,
-         unnest(CAST(:memory_ids AS uuid[]), CAST(:memories AS text[]), CAST(:metadata AS text[]),
-                CAST(:embeddings AS vector[]), CAST(:expires_at AS timestamptz[]))
-         WITH ORDINALITY AS given(memory_id, memory, metadata, embedding, expires_at, n)
-    ORDER BY given.n
-    ON CONFLICT (org_id, memory_id) DO UPDATE
+         embedding, search_text, expires_at)""",
+    values="""{org_id}, {memory_id}, {user_id}, {agent_id}, {interaction_id}, {memory},
+           {obtained_at}, coalesce(CAST({metadata} AS jsonb), '{}'),
+           {embedding}, CASE WHEN {embedding} IS NOT NULL THEN {schema}.to_search_text({memory}) END,
+           {expires_at}""",
+    given={
+        "memory_id": Given("memory_ids", "uuid"),
+        "memory": Given("memories", "text"),
+        "metadata": Given("metadata", "text"),
+        "embedding": Given("embeddings", "vector"),
+        "expires_at": Given("expires_at", "timestamptz"),
+    },
+    tail="""ON CONFLICT (org_id, memory_id) DO UPDATE
     SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
         embedding = excluded.embedding, search_text = excluded.search_text
     WHERE m.user_id = excluded.user_id
-    RETURNING m.memory_id
-)"""
+    RETURNING m.memory_id""",
+)
 
 # The links from new memories to the messages they came from (in the owner's interaction).
-SOURCES = """
-sources AS (
-    INSERT INTO {schema}.memory_sources (org_id, memory_id, interaction_id, msg_position)
-    SELECT scope.org_id, given.memory_id, scope.interaction_id, given.msg_position
-    FROM scope,
-         unnest(CAST(:source_memory_ids AS uuid[]), CAST(:source_positions AS int[])) AS given(memory_id, msg_position)
-)"""
+SOURCES = Rows(
+    "sources",
+    into="{schema}.memory_sources (org_id, memory_id, interaction_id, msg_position)",
+    values="{org_id}, {memory_id}, {interaction_id}, {msg_position}",
+    given={"memory_id": Given("source_memory_ids", "uuid"), "msg_position": Given("source_positions", "int")},
+)
 
 
 def memory_params(items: Sequence[NewMemory]) -> dict[str, Any]:
