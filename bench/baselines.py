@@ -138,6 +138,7 @@ async def save_one(
         "interaction_id": interaction_id,
         "at": at,
         "obtained_at": at,
+        "msg_positions": list(range(len(messages))),
         "roles": [role for role, _ in messages],
         "contents": [content for _, content in messages],
         "memory_ids": ids,
