@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import vector_params
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph import timeline, versions
+from memora_pg.graph import rows, timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
 from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memories
@@ -121,11 +121,7 @@ def scope_params(
 
 
 # The scope of memories written outside a new interaction: given as parameters.
-SCOPE = """
-scope AS (
-    SELECT CAST(:org_id AS text) AS org_id, CAST(:user_id AS text) AS user_id, CAST(:agent_id AS text) AS agent_id,
-           CAST(:interaction_id AS text) AS interaction_id, CAST(:obtained_at AS timestamptz) AS obtained_at
-)"""
+SCOPE = rows.SCOPE
 
 
 def json_text(value: dict[str, Any]) -> str:

@@ -34,14 +34,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from memora_pg.sql_text import parts_of, render
 from memora_pg.statements import sql
 
-# The scope's columns: in a CTE, read from the statement's ``scope``; in a statement of their own, bound.
+# The scope's columns, each as its parameter: in a CTE, read from the statement's ``scope`` (:data:`SCOPE`
+# when the statement takes them as parameters); in a statement of their own, bound.
 SCOPE_COLUMNS = {
-    "org_id": ":org_id",
-    "user_id": ":user_id",
-    "agent_id": ":agent_id",
+    "org_id": "CAST(:org_id AS text)",
+    "user_id": "CAST(:user_id AS text)",
+    "agent_id": "CAST(:agent_id AS text)",
     "interaction_id": "CAST(:interaction_id AS text)",
     "obtained_at": "CAST(:obtained_at AS timestamptz)",
 }
+
+# The scope of rows written outside a new interaction: the parameters, as one row.
+SCOPE = "\nscope AS (\n    SELECT {columns}\n)".format(
+    columns=",\n           ".join(f"{value} AS {column}" for column, value in SCOPE_COLUMNS.items())
+)
 
 # A parameter a value binds itself (``:audit_method``), not a cast's ``::``.
 _BOUND = re.compile(r"(?<!:):([a-z_]+)")
