@@ -31,12 +31,11 @@ S = f'"{SCHEMA}"'
 # -- writes: the statements memora_pg sends, in the same order --------------------------------
 
 CREATE_INTERACTION = (
-    interactions.CREATE.replace("{schema}", S)
-    .replace(":org_id", "$1")
-    .replace(":interaction_id", "$2")
-    .replace(":user_id", "$3")
-    .replace(":agent_id", "$4")
-    .replace(":at", "$5")
+    f"INSERT INTO {S}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)"
+    " SELECT $1, $2, $3, $4, $5, $5"
+    f" WHERE EXISTS (SELECT FROM {S}.users WHERE org_id = $1 AND user_id = $3)"
+    f" AND EXISTS (SELECT FROM {S}.agents WHERE org_id = $1 AND agent_id = $4)"
+    " RETURNING interaction_id"
 )
 INSERT_MESSAGE = (
     f"INSERT INTO {S}.messages (org_id, interaction_id, msg_position, role, content) VALUES ($1, $2, $3, $4, $5)"

@@ -50,42 +50,56 @@ def message_params(new: Sequence[Message], start: int = 0) -> dict[str, list[Any
     }
 
 
-# The interaction is created only if its user and agent exist in the organization.
-CREATE = """
-INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
-SELECT :org_id, :interaction_id, :user_id, :agent_id, :at, :at
-WHERE EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id)
-  AND EXISTS (SELECT 1 FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id)
-RETURNING interaction_id
+# Whether the user and the agent of a new interaction exist in the organization.
+OWNERS = """
+SELECT EXISTS (SELECT FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
+       EXISTS (SELECT FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
 """
 
-# On Citus: the row alone, after OWNERS_EXIST. A multi-row ``INSERT ... VALUES`` is routed to the
-# organization's shard with its identity default taken on the coordinator; the INSERT ... SELECT
-# above is pulled to the coordinator and COPYed (two-phase commit, the worker's sequence).
-CREATE_ROW = """
-INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
-VALUES (:org_id, :interaction_id, :user_id, :agent_id, :at, :at)
-"""
+# The scope of a new interaction's rows: one row when its user and agent exist, none otherwise, so
+# that nothing reading it is written.
+OWNED_SCOPE = render(
+    """
+owners AS ({owners}),
+scope AS (
+    {scope_row}
+    FROM owners
+    WHERE owners.user_exists AND owners.agent_exists
+)""",
+    owners=OWNERS,
+    scope_row=rows.SCOPE_ROW,
+)
 
-OWNERS_EXIST = """
-SELECT EXISTS (SELECT 1 FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
-       EXISTS (SELECT 1 FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
-"""
+# The interaction's row: an arm of the save's statement and of :data:`CREATE`, or, on Citus, a
+# statement of its own after :data:`OWNERS` (a multi-row ``INSERT ... VALUES`` is routed to the
+# organization's shard, with its identity default taken on the coordinator).
+INTERACTION = Rows(
+    "interaction",
+    into="{schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)",
+    values="{org_id}, {interaction_id}, {user_id}, {agent_id}, CAST(:at AS timestamptz), CAST(:at AS timestamptz)",
+)
+
+# The interaction alone, created only if its user and agent exist.
+CREATE = render(
+    """
+WITH {scope},{interaction}
+SELECT owners.user_exists, owners.agent_exists FROM owners
+""",
+    scope=OWNED_SCOPE,
+    interaction=INTERACTION.cte(),
+)
 
 
 async def create(
     conn: AsyncConnection, *, org_id: str, user_id: str, agent_id: str, interaction_id: str, at: datetime
 ) -> tuple[bool, bool]:
     """Create the interaction; returns (user exists, agent exists), and creates nothing unless both do."""
-    params = {"org_id": org_id, "user_id": user_id, "agent_id": agent_id, "interaction_id": interaction_id, "at": at}
-    if on_citus(conn):
-        owners = (await conn.execute(sql(conn, OWNERS_EXIST), params)).one()
-        if owners.user_exists and owners.agent_exists:
-            await conn.execute(sql(conn, CREATE_ROW), params)
-        return bool(owners.user_exists), bool(owners.agent_exists)
-    if (await conn.execute(sql(conn, CREATE), params)).one_or_none() is not None:
-        return True, True
-    owners = (await conn.execute(sql(conn, OWNERS_EXIST), params)).one()
+    params = memories.scope_params(
+        org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
+    )
+    owners = (await conn.execute(sql(conn, OWNERS if on_citus(conn) else CREATE), params)).one()
+    if on_citus(conn) and owners.user_exists and owners.agent_exists:
+        await rows.insert(conn, INTERACTION, params)
     return bool(owners.user_exists), bool(owners.agent_exists)
 
 

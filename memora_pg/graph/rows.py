@@ -44,10 +44,11 @@ SCOPE_COLUMNS = {
     "obtained_at": "CAST(:obtained_at AS timestamptz)",
 }
 
+# The scope's parameters as one row.
+SCOPE_ROW = "SELECT " + ",\n           ".join(f"{value} AS {column}" for column, value in SCOPE_COLUMNS.items())
+
 # The scope of rows written outside a new interaction: the parameters, as one row.
-SCOPE = "\nscope AS (\n    SELECT {columns}\n)".format(
-    columns=",\n           ".join(f"{value} AS {column}" for column, value in SCOPE_COLUMNS.items())
-)
+SCOPE = f"\nscope AS (\n    {SCOPE_ROW}\n)"
 
 # A parameter a value binds itself (``:audit_method``), not a cast's ``::``.
 _BOUND = re.compile(r"(?<!:):([a-z_]+)")

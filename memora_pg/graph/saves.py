@@ -88,20 +88,7 @@ _MEMORY_ARMS = {
 
 SAVE = render(
     """
-WITH RECURSIVE owners AS (
-    SELECT EXISTS (SELECT FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
-           EXISTS (SELECT FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
-),
-interaction AS (
-    INSERT INTO {schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
-    SELECT :org_id, :interaction_id, :user_id, :agent_id, :at, :at
-    FROM owners
-    WHERE owners.user_exists AND owners.agent_exists
-    RETURNING org_id, user_id, agent_id, interaction_id, created_at
-),
-scope AS (
-    SELECT org_id, user_id, agent_id, interaction_id, created_at AS obtained_at FROM interaction
-),
+WITH RECURSIVE {scope},{interaction},
 {new_messages},
 {new_memories},
 {sources},
@@ -110,6 +97,8 @@ scope AS (
 SELECT owners.user_exists, owners.agent_exists, ARRAY(SELECT new_memory_id FROM links) AS linked
 FROM owners
 """,
+    scope=interactions.OWNED_SCOPE,
+    interaction=interactions.INTERACTION.cte(),
     new_messages=interactions.MESSAGES.cte(),
     **_MEMORY_ARMS,
 )
