@@ -27,13 +27,13 @@ count is scaled by the scored rows' windows per row holding it.
 
 from __future__ import annotations
 
-import heapq
 import itertools
-import math
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from memora_pg import config
 from memora_pg.config import Settings
@@ -78,60 +78,48 @@ def rank(candidates: Sequence[Candidate], *, k: int, weights: Weights) -> list[t
     """The ``k`` best of one query's candidates, best first (ties by write order), with their scores."""
     if not candidates:
         return []
-    w, rows = weights, candidates
+    w, rows, first = weights, candidates, candidates[0]
+    lexemes = first["query_lexemes"] or ()
+    # One row of counts per candidate and a column per query term; row ``len(rows)`` holds zeros, the
+    # counts of "no neighbour".
     before, after = _neighbours(rows)
-    own = [_held(row) for row in rows]
-    window = [_window(own[i], own, before[i], after[i], w.neighbour_terms) for i in range(len(rows))]
-    idf = _rarity(rows[0], own, window)
+    own = _term_counts(rows, lexemes)
+    sides = own[before] + own[after]
+    window = own[:-1] + w.neighbour_terms * sides
+    holds = own[:-1] > 0
+    in_window = holds | (sides > 0)
+    idf = _rarity(first, holds.sum(axis=0), in_window.sum(axis=0))
     saturated = w.k1 + 1
-    bm25 = [
-        sum(idf.get(lexeme, 0.0) * tf * saturated / (tf + w.k1) for lexeme, tf in counts.items()) if counts else 0.0
-        for counts in window
-    ]
-    scale = max(max(bm25), w.lexical_floor * saturated * sum(idf.values()))
+    bm25 = np.divide(window * saturated, window + w.k1, out=np.zeros_like(window), where=in_window) @ idf
+    scale = max(float(bm25.max()), w.lexical_floor * saturated * float(idf.sum()))
     lexical = (1 - w.dense_weight) / scale if scale > 0 else 0.0
     dense = w.dense_weight / (1 - w.cosine_floor)
-    fused = [
-        dense * max(0.0, row["cosine"] - w.cosine_floor) + lexical * score
-        for row, score in zip(rows, bm25, strict=True)
-    ]
+    cosine = np.fromiter((row["cosine"] for row in rows), dtype=float, count=len(rows))
+    fused = np.append(dense * np.maximum(0.0, cosine - w.cosine_floor) + lexical * bm25, 0.0)
     boost = w.neighbour_boost
-    scores = [
-        (score + boost * max(_at(fused, before[i]), _at(fused, after[i]))) / (1 + boost)
-        for i, score in enumerate(fused)
-    ]
-    best = heapq.nsmallest(k, range(len(rows)), key=lambda i: (-scores[i], rows[i]["seq"]))
-    return [(rows[i], scores[i]) for i in best]
+    scores = (fused[:-1] + boost * np.maximum(fused[before], fused[after])) / (1 + boost)
+    seq = np.fromiter((row["seq"] for row in rows), dtype=np.int64, count=len(rows))
+    best = np.lexsort((seq, -scores))[:k]
+    return [(rows[i], float(scores[i])) for i in best]
 
 
-def _held(row: Candidate) -> dict[str, int] | None:
-    """The query terms a row holds, with their counts; None for none."""
-    lexemes = row["term_lexemes"]
-    return dict(zip(lexemes, row["term_counts"], strict=True)) if lexemes else None
-
-
-def _window(
-    mine: dict[str, int] | None,
-    own: Sequence[dict[str, int] | None],
-    before: int | None,
-    after: int | None,
-    share: float,
-) -> Mapping[str, float] | None:
-    """A row's term counts with its neighbours' at ``share`` (``neighbour_terms``)."""
-    sides = [side for side in (own[i] for i in (before, after) if i is not None) if side]
-    if not sides:
-        return mine
-    counts: dict[str, float] = dict(mine) if mine else {}
-    for side in sides:
-        for lexeme, tf in side.items():
-            counts[lexeme] = counts.get(lexeme, 0.0) + share * tf
+def _term_counts(rows: Sequence[Candidate], lexemes: Sequence[str]) -> npt.NDArray[np.float64]:
+    """How often each row holds each query term (a row per candidate, then a row of zeros)."""
+    column = {lexeme: j for j, lexeme in enumerate(lexemes)}
+    counts = np.zeros((len(rows) + 1, len(lexemes)))
+    for i, row in enumerate(rows):
+        if row["term_lexemes"]:
+            for lexeme, tf in zip(row["term_lexemes"], row["term_counts"], strict=True):
+                if lexeme in column:  # a term of no weight otherwise
+                    counts[i, column[lexeme]] = tf
     return counts
 
 
-def _neighbours(rows: Sequence[Candidate]) -> tuple[list[int | None], list[int | None]]:
-    """For each row, the row just before and just after it in its neighbourhood (by write order)."""
-    before: list[int | None] = [None] * len(rows)
-    after: list[int | None] = [None] * len(rows)
+def _neighbours(rows: Sequence[Candidate]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """For each row, the row just before and just after it in its neighbourhood (by write order);
+    ``len(rows)`` where there is none."""
+    before = np.full(len(rows), len(rows), dtype=np.intp)
+    after = np.full(len(rows), len(rows), dtype=np.intp)
     order = sorted(range(len(rows)), key=lambda i: (rows[i]["neighbourhood"] or "", rows[i]["seq"]))
     for a, b in itertools.pairwise(order):
         if rows[a]["neighbourhood"] == rows[b]["neighbourhood"]:
@@ -140,20 +128,14 @@ def _neighbours(rows: Sequence[Candidate]) -> tuple[list[int | None], list[int |
 
 
 def _rarity(
-    first: Candidate, own: Sequence[Mapping[str, int] | None], window: Sequence[Mapping[str, float] | None]
-) -> dict[str, float]:
+    first: Candidate, holders: npt.NDArray[np.int64], windows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
     """Each query term's BM25 weight: its document frequency among the searched rows, scaled from
-    rows to windows by the scored rows' windows per row holding it."""
+    rows to windows by the scored rows' windows per row holding it (``holders``, ``windows``: how
+    many scored rows hold the term, and whose window does)."""
     n = first["n"]
-    holders = Counter(lexeme for counts in own if counts for lexeme in counts)
-    windows = Counter(lexeme for counts in window if counts for lexeme in counts)
-    weights = {}
-    for lexeme, df in zip(first["query_lexemes"] or (), first["query_dfs"] or (), strict=True):
-        per_row = windows[lexeme] / holders[lexeme] if holders[lexeme] else 1.0
-        spread = min(df * per_row, n)
-        weights[lexeme] = math.log(1 + (n - spread + 0.5) / (spread + 0.5))
+    df = np.asarray(first["query_dfs"] or (), dtype=float)
+    per_row = np.divide(windows, holders, out=np.ones(len(df)), where=holders > 0)
+    spread = np.minimum(df * per_row, n)
+    weights: npt.NDArray[np.float64] = np.log(1 + (n - spread + 0.5) / (spread + 0.5))
     return weights
-
-
-def _at(scores: Sequence[float], i: int | None) -> float:
-    return 0.0 if i is None else scores[i]
