@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -205,21 +206,73 @@ def default(name: str) -> Any:
     return Settings.model_fields[name].default
 
 
+# The settings by what they configure, each in one section: the README's table is made in these
+# sections, and a setting added to the class without one fails tests/unit/test_config.py.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Server and schema": (
+        "database_url",
+        "db_schema",
+        "embedding_dimensions",
+        "read_database_url",
+        "read_from_replica",
+        "statement_timeout_ms",
+        "row_level_security",
+    ),
+    "Connection pool": (
+        "pool_size",
+        "max_overflow",
+        "pool_timeout",
+        "pool_recycle",
+        "pool_pre_ping",
+        "pool_pre_ping_idle",
+        "statement_cache_size",
+        "direct_statements",
+    ),
+    "Indexes and text search": (
+        "hnsw_m",
+        "hnsw_ef_construction",
+        "hnsw_ef_search",
+        "index_build_memory",
+        "text_search_config",
+    ),
+    "Search": (
+        "search_mode",
+        "search_top_k",
+        "search_dense_weight",
+        "search_cosine_floor",
+        "search_bm25_k1",
+        "search_neighbour_terms",
+        "search_neighbour_boost",
+        "search_lexical_floor",
+        "search_candidates",
+    ),
+    "Writes and records": ("contradiction_chains", "audit", "trace_content"),
+    "Embedded server": ("embedded_data_dir", "embedded_postgres_version"),
+}
+
+
 def settings_table() -> str:
-    """The README's table of settings, made from the class: a row per setting, with its variables, its
-    default and its description (tests/unit/test_config.py checks the README against it)."""
-    rows = ["| setting | variable | default | what |", "| --- | --- | --- | --- |"]
-    for name, field in Settings.model_fields.items():
-        choices = getattr(field.validation_alias, "choices", None) or [f"MEMORA_PG_{name.upper()}"]
-        variables = ", ".join(f"`{choice}`" for choice in choices if isinstance(choice, str) and choice.isupper())
-        if field.default_factory is not None:
-            default = "see what"
-        elif field.default is None:
-            default = "unset"
-        elif isinstance(field.default, bool):
-            default = str(field.default).lower()
-        else:
-            default = f"`{field.default}`"
-        what = " ".join((field.description or "").split()).replace("|", "\\|")
-        rows.append(f"| `{name}` | {variables} | {default} | {what} |")
-    return "\n".join(rows) + "\n"
+    """The README's table of settings, made from the class: a table per section of :data:`GROUPS`, a row
+    per setting, with its variables, its default and its description (tests/unit/test_config.py checks
+    the README against it)."""
+    tables = []
+    for group, names in GROUPS.items():
+        rows = [f"**{group}**", "", "| setting | variable | default | what |", "| --- | --- | --- | --- |"]
+        rows.extend(_table_row(name, Settings.model_fields[name]) for name in names)
+        tables.append("\n".join(rows) + "\n")
+    return "\n".join(tables)
+
+
+def _table_row(name: str, field: FieldInfo) -> str:
+    choices = getattr(field.validation_alias, "choices", None) or [f"MEMORA_PG_{name.upper()}"]
+    variables = ", ".join(f"`{choice}`" for choice in choices if isinstance(choice, str) and choice.isupper())
+    if field.default_factory is not None:
+        default = "see what"
+    elif field.default is None:
+        default = "unset"
+    elif isinstance(field.default, bool):
+        default = str(field.default).lower()
+    else:
+        default = f"`{field.default}`"
+    what = " ".join((field.description or "").split()).replace("|", "\\|")
+    return f"| `{name}` | {variables} | {default} | {what} |"

@@ -113,3 +113,13 @@ def test_the_readmes_settings_table_is_the_class() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     block = readme.split("<!-- settings:start (generated: memora_pg.config.settings_table) -->\n")[1]
     assert block.split("<!-- settings:end -->")[0] == settings_table()
+
+
+def test_every_setting_is_in_exactly_one_section_of_the_table() -> None:
+    from collections import Counter
+
+    from memora_pg.config import GROUPS
+
+    listed = Counter(name for names in GROUPS.values() for name in names)
+    assert [name for name, times in listed.items() if times > 1] == []
+    assert set(listed) == set(Settings.model_fields)
