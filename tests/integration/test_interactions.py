@@ -6,8 +6,11 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import InvalidInputError, MemoriesAndInteraction, NotFoundError, PostgresGraphDB
+from memora_pg import InvalidInputError, MemoriesAndInteraction, NotFoundError, PostgresGraphDB, Settings
+from memora_pg.embeddings import HashEmbedder
 from tests.integration.helpers import chat, day, payload, world
 
 SHORT_ID_LENGTH = 22
@@ -76,8 +79,15 @@ async def test_flags_give_empty_lists(graph: PostgresGraphDB) -> None:
     assert bare.memories == []
 
 
-async def test_save_for_missing_user_or_agent_writes_nothing(graph: PostgresGraphDB) -> None:
-    """A missing user or agent is NotFoundError and nothing is written (scenario 18)."""
+@pytest.mark.parametrize("chains", ["branch", "linear"])
+async def test_save_for_missing_user_or_agent_writes_nothing(
+    engine: AsyncEngine, settings: Settings, chains: str
+) -> None:
+    """A missing user or agent is NotFoundError and nothing is written (scenario 18), whether the save is
+    one statement (branch chains) or statement by statement (linear chains: the interaction first)."""
+    graph = PostgresGraphDB(
+        engine, settings=settings.model_copy(update={"contradiction_chains": chains}), embedder=HashEmbedder(384)
+    )
     w = await world(graph)
     with pytest.raises(NotFoundError, match=r"^User \(`org_id`, `user_id`\) does not exist\.$"):
         await graph.save_interaction_with_memories(w.org_id, w.agent_id, "ghost", payload(chat("hi"), [("m", [0])]))
@@ -85,6 +95,12 @@ async def test_save_for_missing_user_or_agent_writes_nothing(graph: PostgresGrap
         await graph.save_interaction_with_memories(w.org_id, "ghost", w.user_id, payload(chat("hi"), [("m", [0])]))
     assert await graph.get_all_user_interactions(w.org_id, w.user_id) == []
     assert await graph.get_all_user_memories(w.org_id, w.user_id) == []
+    async with engine.connect() as conn:
+        written = await conn.scalar(
+            text("SELECT count(*) FROM memora.interactions WHERE org_id = :org_id"), {"org_id": w.org_id}
+        )
+    assert written == 0
+    await graph.close()
 
 
 @pytest.mark.parametrize("position", [-1, 2, 99])
