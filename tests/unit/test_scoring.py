@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memora_pg.graph import scoring
 
@@ -94,3 +97,92 @@ def test_best_first_ties_by_write_order_and_k_kept() -> None:
 def test_a_query_of_no_words_ranks_by_the_dense_arm_alone() -> None:
     rows = [_row(1, 0.9, dfs={}, neighbourhood="i:a"), _row(2, 0.95, dfs={}, neighbourhood="i:b")]
     assert [row["seq"] for row, _ in scoring.rank(rows, k=2, weights=WEIGHTS)] == [2, 1]
+
+
+# -- the formula written out row by row, as the module's docstring states it ----------------------------
+
+
+def _by_the_formula(rows: list[dict[str, Any]], k: int, w: scoring.Weights) -> list[tuple[int, float]]:
+    """(seq, score) of the k best rows, computed one row at a time with dictionaries."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["neighbourhood"] or "", rows[i]["seq"]))
+    before: dict[int, int] = {}
+    after: dict[int, int] = {}
+    for a, b in itertools.pairwise(order):
+        if rows[a]["neighbourhood"] == rows[b]["neighbourhood"]:
+            after[a], before[b] = b, a
+    own = [dict(zip(r["term_lexemes"], r["term_counts"], strict=True)) if r["term_lexemes"] else {} for r in rows]
+    window: list[dict[str, float]] = []
+    for i in range(len(rows)):
+        counts: dict[str, float] = dict(own[i])
+        for j in (before.get(i), after.get(i)):
+            for lexeme, tf in own[j].items() if j is not None else ():
+                counts[lexeme] = counts.get(lexeme, 0.0) + w.neighbour_terms * tf
+        window.append(counts)
+    n = rows[0]["n"]
+    idf = {}
+    for lexeme, df in zip(rows[0]["query_lexemes"], rows[0]["query_dfs"], strict=True):
+        holders = sum(lexeme in counts for counts in own)
+        windows = sum(lexeme in counts for counts in window)
+        spread = min(df * (windows / holders if holders else 1.0), n)
+        idf[lexeme] = math.log(1 + (n - spread + 0.5) / (spread + 0.5))
+    bm25 = [sum(idf[t] * tf * (w.k1 + 1) / (tf + w.k1) for t, tf in counts.items()) for counts in window]
+    scale = max(max(bm25), w.lexical_floor * (w.k1 + 1) * sum(idf.values()))
+    fused = [
+        w.dense_weight * max(0.0, r["cosine"] - w.cosine_floor) / (1 - w.cosine_floor)
+        + ((1 - w.dense_weight) * b / scale if scale > 0 else 0.0)
+        for r, b in zip(rows, bm25, strict=True)
+    ]
+
+    def lift(i: int) -> float:
+        sides = [fused[j] for j in (before.get(i), after.get(i)) if j is not None]
+        return max(sides, default=0.0)
+
+    scores = [(fused[i] + w.neighbour_boost * lift(i)) / (1 + w.neighbour_boost) for i in range(len(rows))]
+    best = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i]["seq"]))[:k]
+    return [(rows[i]["seq"], scores[i]) for i in best]
+
+
+LEXEMES = ["zeppelin", "tea", "lisbon", "move", "sister"]
+
+
+@st.composite
+def _candidates(draw: st.DrawFn) -> tuple[list[dict[str, Any]], scoring.Weights]:
+    query = draw(st.lists(st.sampled_from(LEXEMES), unique=True, max_size=len(LEXEMES)))
+    n = draw(st.integers(1, 5000))
+    dfs = {lexeme: draw(st.integers(1, n)) for lexeme in query}
+    rows = []
+    for seq in draw(st.lists(st.integers(1, 10_000), unique=True, min_size=1, max_size=40)):
+        held = draw(st.dictionaries(st.sampled_from(query), st.integers(1, 4))) if query else {}
+        row = _row(
+            seq,
+            draw(st.floats(-1.0, 1.0)),
+            held or None,
+            neighbourhood=draw(st.sampled_from(["i:a", "i:b", "i:c", None])),
+            dfs=dfs,
+            n=n,
+        )
+        rows.append(row)
+    weights = scoring.Weights(
+        dense_weight=draw(st.floats(0.0, 1.0)),
+        cosine_floor=draw(st.floats(0.0, 0.9)),
+        k1=draw(st.floats(0.1, 3.0)),
+        neighbour_terms=draw(st.sampled_from([0.0, 0.25, 0.5, 1.0])),
+        neighbour_boost=draw(st.floats(0.0, 1.0)),
+        lexical_floor=draw(st.floats(0.0, 1.0)),
+    )
+    return rows, weights
+
+
+@settings(max_examples=300, deadline=None)
+@given(_candidates(), st.integers(1, 12))
+def test_the_ranking_is_the_formula_row_by_row(found: tuple[list[dict[str, Any]], scoring.Weights], k: int) -> None:
+    """The ranking's arrays give the scores the formula gives one row at a time, and the same order
+    wherever two scores are not equal to the last bits."""
+    rows, weights = found
+    expected = _by_the_formula(rows, k, weights)
+    ranked = [(row["seq"], score) for row, score in scoring.rank(rows, k=k, weights=weights)]
+    assert [score for _, score in ranked] == pytest.approx([score for _, score in expected], abs=1e-12)
+    # The same row at each place, unless the formula's own scores there tie to within rounding.
+    scores = dict(_by_the_formula(rows, len(rows), weights))
+    for (seq, _), (expected_seq, _) in zip(ranked, expected, strict=True):
+        assert seq == expected_seq or scores[seq] == pytest.approx(scores[expected_seq], abs=1e-12)
