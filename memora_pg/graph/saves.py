@@ -4,11 +4,11 @@ Each statement is one ``INSERT`` per table, chained as data-modifying CTEs, buil
 same arms: the interaction (:data:`interactions.INTERACTION`), its messages
 (:data:`interactions.MESSAGES`), the memory rows (:data:`memories.NEW_MEMORIES`), their source
 messages (:data:`memories.SOURCES`), their CONTRARY_UPDATE links (:data:`versions.LINKS`), the ADD
-events (:data:`history.ADDED`) and the call's audit row (:data:`audit.ARM`). Every arm reads the statement's ``scope`` CTE, one row
-naming the organization, user, agent, interaction and time, or no row when the write must not
-happen; so nothing at all is written unless, for example, the user and the agent exist. The
-foreign keys between the new rows are checked at the end of the statement, when all of them are
-there.
+events (:data:`history.ADDED`) and the call's audit row (:data:`audit.ARM`). Every arm reads the
+statement's ``scope`` CTE, one row naming the organization, user, agent, interaction and time, or no
+row when the write must not happen; so nothing at all is written unless, for example, the user and
+the agent exist. The foreign keys between the new rows are checked at the end of the statement, when
+all of them are there.
 
 * :data:`SAVE`: a new interaction with its messages and memories (Memora's save).
 * :data:`ADD`: new memories of a mem0-style collection, with the organization and user they
