@@ -97,8 +97,9 @@ async def create(
     params = memories.scope_params(
         org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
     )
-    owners = (await conn.execute(sql(conn, OWNERS if on_citus(conn) else CREATE), params)).one()
-    if on_citus(conn) and owners.user_exists and owners.agent_exists:
+    citus = on_citus(conn)
+    owners = (await conn.execute(sql(conn, OWNERS if citus else CREATE), params)).one()
+    if citus and owners.user_exists and owners.agent_exists:
         await rows.insert(conn, INTERACTION, params)
     return bool(owners.user_exists), bool(owners.agent_exists)
 
