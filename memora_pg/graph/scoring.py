@@ -92,10 +92,11 @@ def rank(candidates: Sequence[Candidate], *, k: int, weights: Weights) -> list[t
     saturated = w.k1 + 1
     bm25 = np.divide(window * saturated, window + w.k1, out=np.zeros_like(window), where=in_window) @ idf
     scale = max(float(bm25.max()), w.lexical_floor * saturated * float(idf.sum()))
-    lexical = (1 - w.dense_weight) / scale if scale > 0 else 0.0
+    # In [0, 1]: divided first, so that a scale near 0 (a tiny lexical_floor) never makes 0 × inf.
+    lexical = bm25 / scale if scale > 0 else np.zeros_like(bm25)
     dense = w.dense_weight / (1 - w.cosine_floor)
     cosine = np.fromiter((row["cosine"] for row in rows), dtype=float, count=len(rows))
-    fused = np.append(dense * np.maximum(0.0, cosine - w.cosine_floor) + lexical * bm25, 0.0)
+    fused = np.append(dense * np.maximum(0.0, cosine - w.cosine_floor) + (1 - w.dense_weight) * lexical, 0.0)
     boost = w.neighbour_boost
     scores = (fused[:-1] + boost * np.maximum(fused[before], fused[after])) / (1 + boost)
     seq = np.fromiter((row["seq"] for row in rows), dtype=np.int64, count=len(rows))
