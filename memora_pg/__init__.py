@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memora_pg.autogen import ListMemory, PostgresMemory
-from memora_pg.config import Settings
+from memora_pg.config import SearchMode, Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB, MemorySearchScope
 from memora_pg.errors import (
     AlreadyExistsError,
@@ -62,6 +62,7 @@ __all__ = [
     "PgVectorDB",
     "PostgresGraphDB",
     "PostgresMemory",
+    "SearchMode",
     "Settings",
     "TransientDatabaseError",
     "User",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,6 +24,20 @@ def default_data_dir() -> Path:
     """Where the embedded server keeps its data: ``$XDG_DATA_HOME/memora_pg`` or ``~/.local/share/memora_pg``."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "memora_pg"
+
+
+class SearchMode(str, Enum):
+    """How a search ranks (``Settings.search_mode``); :func:`memora_pg.graph.search.find` runs each."""
+
+    HYBRID = "hybrid"
+    """Dense and BM25-style lexical arms fused, score in [0, 1]: every face's default."""
+    DENSE = "dense"
+    """Cosine similarity alone."""
+    UPSTREAM = "upstream"
+    """Upstream Memora's Qdrant-style fusion: ``PgVectorDB``'s alone."""
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class Settings(BaseSettings):
@@ -120,8 +135,8 @@ class Settings(BaseSettings):
         "search_config()); set to another, searches and writes are a ConfigurationError until "
         "'memora-pg text-search CONFIG' rewrites the database.",
     )
-    search_mode: Literal["hybrid", "dense", "upstream"] = Field(
-        default="hybrid",
+    search_mode: SearchMode = Field(
+        default=SearchMode.HYBRID,
         description="hybrid: dense and BM25-style lexical arms fused, score in [0, 1] (memora_pg.graph.search). "
         "dense: cosine similarity alone. upstream: upstream Memora's Qdrant-style fusion (top 12 per arm, "
         "score sum of 1/(rank + 2), kept above 0.35), PgVectorDB's alone: the other faces refuse it.",

@@ -35,7 +35,7 @@ from memora_pg.embeddings import (
 )
 from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.face import EmbeddingFace
-from memora_pg.graph import audit, memories, render, saves, search, timeline, upstream, users
+from memora_pg.graph import audit, memories, render, saves, search, timeline, users
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
@@ -76,10 +76,7 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
                 base = Settings.model_validate({**base.model_dump(), "db_schema": schema})
             self._db, self._owns_db = Database(database, settings=base), True
         self._embedder = embedder
-        mode = search_mode or self._db.settings.search_mode
-        if mode not in ("hybrid", "dense", "upstream"):
-            raise InvalidInputError("search_mode must be 'hybrid', 'dense' or 'upstream'")
-        self.search_mode = mode
+        self.search_mode = search.check_mode(search_mode or self._db.settings.search_mode, upstream=True)
         self.exclude_superseded = exclude_superseded
         self._db.migrate_on_first_use(self.new_database_dimensions)
 
@@ -273,20 +270,6 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
         await self.check_dimensions()
         vectors = await embed_checked(self.embedder, queries, query=True)
         user_scoped = scope == MemorySearchScope.USER.value
-        if self.search_mode == "upstream":
-            async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-                return await upstream.upstream_search(
-                    conn,
-                    vectors=vectors,
-                    texts=queries,
-                    org_id=org_id,
-                    user_id=user_id if user_scoped else None,
-                    agent_id=agent,
-                    exclude_superseded=self.exclude_superseded,
-                    settings=self._db.settings,
-                    as_of=at,
-                    clock=clock,
-                )
         where = search.memories_where(
             org_id,
             user_id=user_id if user_scoped else None,

@@ -178,7 +178,7 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
         if engine is not None and not isinstance(engine, AsyncEngine):
             raise InvalidInputError("`engine` must be a SQLAlchemy AsyncEngine.")
         settings = settings or Settings()
-        search.faces_mode(settings.search_mode)
+        search.check_mode(settings.search_mode)
         self._db = Database(database_url if database_url is not None else engine, settings=settings)
         # No setup() needed: the first statement brings the schema to head, the vectors sized by the embedder.
         self._db.migrate_on_first_use(self.new_database_dimensions)

@@ -11,8 +11,10 @@ not the rows searched: every step after the candidates are chosen works on them 
   an exact sort of the scope's rows while the scope (a user, a namespace) has at most ``EXACT_ROWS``,
   else the HNSW index with iterative scans, its options set inside the statement;
 * the rows of the query's rare words (a word that at most ``candidates`` of the searched rows
-  hold), found by the GIN index: at most :data:`LEXICAL_ROWS`, those whose rare words weigh most
-  first (:func:`_rare_rows`); a commoner word brings none (its rarity weight is low);
+  hold): at most :data:`LEXICAL_ROWS`, those whose rare words weigh most first (:func:`_rare_rows`);
+  a commoner word brings none (its rarity weight is low). In a scope of at most ``EXACT_ROWS`` they
+  are found among the scope's own rows, read once (:func:`_scope_texts`); in a larger one, by the
+  GIN index, whose posting list of a word holds the whole table's rows;
 * the rows just before and after each of those in its neighbourhood, one index probe each
   (:func:`_neighbour_probes`). Neighbours are the rows written just before and after in the same
   interaction (rows of no interaction, as the mem0-style and AutoGen faces write them, neighbour
@@ -20,11 +22,11 @@ not the rows searched: every step after the candidates are chosen works on them 
 
 For each candidate the statement returns its cosine similarity, its write order and
 neighbourhood, the query terms it holds with their counts, and the hit's columns; for each query,
-its terms' document frequencies among the searched rows, counted by the GIN index up to
-:data:`RARITY_ROWS`, and the searched rows' count ``n``, by the scope's btree up to
-:data:`EXACT_ROWS` (exact for any scope a conversation fills).
+its terms' document frequencies among the searched rows, counted up to :data:`RARITY_ROWS` (in a
+larger scope, by the GIN index, as far as telling whether the word is rare), and the searched rows'
+count ``n``, by the scope's btree up to :data:`EXACT_ROWS` (exact for any scope a conversation fills).
 
-The statement's CTEs are named for what they hold: ``queries``, ``scope_rows``, ``term_rarity``,
+The statement's CTEs are named for what they hold: ``queries``, ``scope_rows``, ``scope_texts``, ``term_rarity``,
 ``candidates``, ``found``, ``around``, ``frequencies``. Its limits are written into its text
 (:func:`number`); a call binds its queries, its condition's values and the HNSW search width
 alone, and a call of one query binds it as values, so that PostgreSQL keeps one plan for it.
@@ -102,7 +104,8 @@ def query_params(vectors: Sequence[Sequence[float]], texts: Sequence[str]) -> di
     return {"query_nos": list(range(len(texts))), "embeddings": vector_params.many(vectors), "queries": list(texts)}
 
 
-def _queries(schema: str, one_query: bool) -> CTE:
+def queries_cte(schema: str, one_query: bool) -> CTE:
+    """``queries``: one row per query of the call (:data:`QUERIES`), of :func:`query_params`' parameters."""
     columns = (
         column("query_no", Integer),
         column("embedding", VECTOR()),
@@ -128,7 +131,7 @@ def _neighbourhood(corpus: Corpus) -> ColumnElement[Any]:
     return func.coalesce(attached, literal_column("'u:'", Text) + corpus.c(corpus.unattached)).label("neighbourhood")
 
 
-def _by_key(corpus: Corpus, row_id: ColumnElement[Any], *columns: Any, name: str) -> Any:
+def by_key(corpus: Corpus, row_id: ColumnElement[Any], *columns: Any, name: str) -> Any:
     """The row of ``row_id`` (a column of an outer query: a row the search's condition chose), found
     by its primary key ``(org_id, id)`` alone: a LATERAL lookup that no other index can serve, whatever
     the planner knows of the table (with no statistics, a join of the candidates with the scope's rows
@@ -254,6 +257,29 @@ def _rare_rows(rarity: CTE, size: CTE, *, candidates: int) -> Select[Any]:
     return select(placed.c.query_no, placed.c.row_id).where(placed.c.place <= number(LEXICAL_ROWS))
 
 
+def _scope_texts(corpus: Corpus, queries: CTE, searchable: ColumnElement[bool], size: CTE) -> CTE:
+    """``scope_texts``: for each query, the rows of a scope of at most :data:`EXACT_ROWS` (``size``) that hold
+    any of its terms, with their full-text vectors, read once in the order of the scope's btree (as the
+    exact sort of the nearest rows reads them) and counted term by term from there. Never through the GIN
+    index: a word's posting list holds the whole table's rows, and a common word's would cost more with
+    every other user's memories, while the scope's rows are few. Empty in a larger scope (the one-time
+    filter). Materialized, so that the scope is read once for all the query's terms."""
+    small = select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
+    rows = (
+        select(corpus.c(corpus.id_column).label("row_id"), corpus.c("seq"), corpus.c("search_text"))
+        .where(searchable, small)
+        .order_by(*corpus.scope_order())
+        .limit(number(EXACT_ROWS + 1))
+        .subquery("in_scope")
+    )
+    # "IS TRUE": a condition the GIN index cannot serve, so that the planner reads the scope by its btree.
+    holds_any = rows.c.search_text.op("@@")(queries.c.any_term).is_(True)
+    texts = select(queries.c.query_no, rows.c.row_id, rows.c.seq, rows.c.search_text).select_from(
+        queries.join(rows, holds_any)
+    )
+    return texts.cte("scope_texts").prefix_with("MATERIALIZED")
+
+
 def _candidates(
     corpus: Corpus,
     queries: CTE,
@@ -288,30 +314,33 @@ def _candidates(
     for i, branch in enumerate(branches):
         near = branch.lateral(f"nearest_{i}")
         arms.append(select(queries.c.query_no, near.c.row_id).select_from(queries.join(near, true())))
-    # Each query term's rows, by the GIN index: counted up to one more than RARITY_ROWS in a scope of at most
-    # EXACT_ROWS; beyond (where the scope's count stops), only as far as telling whether they are candidates.
-    # Two branches of constant limits, one gated off by the scope's count: a limit the planner cannot see
-    # is planned as a scan of a tenth of the table.
-    term = func.unnest(queries.c.lexemes).table_valued("lexeme").render_derived().lateral("term")
+    # Each query term's rows: counted up to one more than RARITY_ROWS in a scope of at most EXACT_ROWS, among
+    # the scope's rows that hold any of the query's terms (read once, :func:`_scope_texts`); beyond (where
+    # the scope's count stops), by the GIN index, only as far as telling whether they are candidates. Two
+    # branches of constant limits, one gated off by the scope's count: a limit the planner cannot see is
+    # planned as a scan of a tenth of the table.
+    word = func.unnest(queries.c.lexemes).table_valued("lexeme").render_derived().alias("word")
+    term = select(word.c.lexeme, func.quote_literal(word.c.lexeme).cast(TSQUERY).label("query")).lateral("term")
     # A term the table's statistics show to be common is not probed in a large scope (:func:`_common_terms`).
     large = size.c.n > number(EXACT_ROWS)
     common: ColumnElement[bool] = false()
     if statistics:
         listed = _common_terms(corpus, schema, size, candidates=candidates, sized_by=sized_by)
         common = term.c.lexeme.in_(select(listed.c.lexeme))
-    holds = search_text.op("@@")(func.quote_literal(term.c.lexeme).cast(TSQUERY))
-    branches_of_count = (
-        (RARITY_ROWS + 1, [select(~large).scalar_subquery()]),
-        (candidates + 1, [select(large).scalar_subquery(), ~common]),
+    texts = _scope_texts(corpus, queries, searchable, size)
+    in_small_scope = (
+        select(texts.c.row_id, texts.c.seq)
+        .where(texts.c.query_no == queries.c.query_no, texts.c.search_text.op("@@")(term.c.query))
+        .limit(number(RARITY_ROWS + 1))
+        .correlate(term, queries)
     )
-    counted = [
+    by_index = (
         select(row_id.label("row_id"), corpus.c("seq"))
-        .where(searchable, holds, *gates)
-        .limit(number(limit))
+        .where(searchable, search_text.op("@@")(term.c.query), select(large).scalar_subquery(), ~common)
+        .limit(number(candidates + 1))
         .correlate(term)
-        for limit, gates in branches_of_count
-    ]
-    holding = union_all(*counted).subquery("holding")
+    )
+    holding = union_all(in_small_scope, by_index).subquery("holding")
     held = (
         select(
             func.count().label("df"),
@@ -333,7 +362,7 @@ def _candidates(
     chosen = union(*arms).cte("candidates")
     # Each candidate's row by its key, then the rows around it by the neighbours' probes, each read once
     # with what its score needs (never by reading the scope's rows in order).
-    own = _by_key(corpus, chosen.c.row_id, *_scored_columns(corpus, queries.c.embedding), name="own")
+    own = by_key(corpus, chosen.c.row_id, *_scored_columns(corpus, queries.c.embedding), name="own")
     found = (
         select(chosen.c.query_no, *own.c)
         .select_from(chosen.join(queries, queries.c.query_no == chosen.c.query_no).join(own, true()))
@@ -420,7 +449,7 @@ def statement(
     """
     return _candidates(
         corpus,
-        _queries(schema, one_query),
+        queries_cte(schema, one_query),
         where,
         schema=schema,
         nearest=nearest_count(k, weights.candidates),
@@ -436,7 +465,7 @@ def dense_statement(
 ) -> Select[Any]:
     """Up to ``k`` rows per query by cosine similarity alone (``search_mode="dense"``), best first;
     ``score`` and ``cosine`` are both the similarity. Takes :func:`query_params`' parameters."""
-    queries = _queries(schema, one_query)
+    queries = queries_cte(schema, one_query)
     distance = corpus.c("embedding").cosine_distance(queries.c.embedding)
     searchable = and_(where, corpus.c("embedding").is_not(None))
     branches = nearest_branches(

@@ -1,14 +1,17 @@
 """Where a memory is searched: every search of every face, in one statement per call.
 
-* :func:`find` runs the searches of the faces: the hybrid ranking (the default: the candidates of
-  :mod:`memora_pg.graph.ranking`, scored by :mod:`memora_pg.graph.scoring`, dense and BM25-style
-  lexical arms fused, score in [0, 1]), or the cosine
-  similarity alone (``search_mode="dense"``). Every hit also carries its cosine similarity
-  (``cosine``). Each search is one statement in autocommit, whatever its scope: a scope of few
-  rows is sorted exactly, a larger one or a whole organization walks the HNSW index, whose
-  options (iterative scans, the search width) the statement sets for itself.
-* upstream Memora's Qdrant-style fusion, for the Memora vector DB with ``search_mode="upstream"``,
-  is :mod:`memora_pg.graph.upstream`'s; :func:`faces_mode` refuses it for every other face.
+:func:`find` runs every search, in the mode :class:`~memora_pg.config.SearchMode` names (:func:`check_mode`
+is the one check of a mode):
+
+* ``hybrid``, every face's default: the candidates of :mod:`memora_pg.graph.ranking`, scored by
+  :mod:`memora_pg.graph.scoring` (dense and BM25-style lexical arms fused, score in [0, 1]);
+* ``dense``: the cosine similarity alone;
+* ``upstream``: upstream Memora's Qdrant-style fusion (:mod:`memora_pg.graph.upstream`), of the memories
+  alone and for the Memora vector DB alone (the other faces refuse it when they are made).
+
+Every hit also carries its cosine similarity (``cosine``). Each search is one statement in autocommit,
+whatever its scope: a scope of few rows is sorted exactly, a larger one or a whole organization walks the
+HNSW index, whose options (iterative scans, the search width) the statement sets for itself.
 
 All queries of a call go in the same statement.
 """
@@ -40,11 +43,11 @@ from sqlalchemy.engine import Row
 from sqlalchemy.sql.elements import ColumnElement
 
 from memora_pg import vector_params
-from memora_pg.config import Settings
+from memora_pg.config import SearchMode, Settings
 from memora_pg.db import Database
 from memora_pg.errors import ConfigurationError
 from memora_pg.graph import autogen_contents as autogen_contents_rows
-from memora_pg.graph import nearest, ranking, scoring, timeline
+from memora_pg.graph import nearest, ranking, scoring, timeline, upstream
 from memora_pg.schema import autogen_contents, memories, memory_updates
 from memora_pg.statements import FilterShape, Statement
 
@@ -252,27 +255,30 @@ def statement(
     texts: Sequence[str],
     k: int,
     scoped: bool,
-    mode: str,
+    mode: SearchMode | str,
     settings: Settings,
     unrelated_similarity: float = 0.0,
     statistics: bool = True,
 ) -> Statement:
     """The search for ``texts`` (embedded as ``vectors``) among the rows of ``corpus`` matching ``where``:
-    in dense mode its hits, in hybrid mode its candidates (:func:`ranked` scores them). ``statistics``
-    says the hybrid statement may read the table's statistics (not on Citus)."""
+    in dense and upstream mode its hits, in hybrid mode its candidates (:func:`ranked` scores them).
+    ``statistics`` says the hybrid statement may read the table's statistics (not on Citus)."""
+    mode = check_mode(mode, upstream=corpus is MEMORIES)
     weights = scoring.Weights.from_settings(settings, unrelated_similarity)
-    dense = mode == "dense"
     one = len(vectors) == 1
     if where.shape is not None:
-        built = _built(corpus, schema, where.shape, k, scoped, dense, weights, one, statistics)
+        built = _built(corpus, schema, where.shape, k, scoped, mode, weights, one, statistics)
     else:
-        built = _build(
-            corpus, schema, where.sql(), k, scoped, dense, weights, one, sized_by=None, statistics=statistics
-        )
+        built = _build(corpus, schema, where.sql(), k, scoped, mode, weights, one, sized_by=None, statistics=statistics)
     # The dense search of memories binds its vectors by themselves (one query: a plain select).
+    dense = mode is SearchMode.DENSE
     params = query_vectors(vectors) if dense and corpus is MEMORIES else ranking.query_params(vectors, texts)
     # The HNSW scan's search width: the setting's, or the rows it is asked for if more.
-    asked = k if dense else nearest.nearest_count(k, weights.candidates)
+    asked = {
+        SearchMode.DENSE: k,
+        SearchMode.HYBRID: nearest.nearest_count(k, weights.candidates),
+        SearchMode.UPSTREAM: upstream.DENSE_CANDIDATES,
+    }[mode]
     ef = max(settings.hnsw_ef_search, asked)
     return Statement(built, {**params, **where.params, "ef": str(ef)})
 
@@ -283,14 +289,16 @@ def _build(
     where: ColumnElement[bool],
     k: int,
     scoped: bool,
-    dense: bool,
+    mode: SearchMode,
     weights: scoring.Weights,
     one: bool,
     *,
     sized_by: str | None,
     statistics: bool,
 ) -> Select[Any]:
-    if not dense:
+    if mode is SearchMode.UPSTREAM:
+        return upstream.statement(corpus, ranking.queries_cte(schema, one), where, k=k, scoped=scoped)
+    if mode is SearchMode.HYBRID:
         return ranking.statement(
             corpus,
             schema=schema,
@@ -314,7 +322,7 @@ def _built(
     shape: tuple[Any, ...],
     k: int,
     scoped: bool,
-    dense: bool,
+    mode: SearchMode,
     weights: scoring.Weights,
     one: bool,
     statistics: bool,
@@ -322,7 +330,7 @@ def _built(
     """A search of a usual scope, built once: building the statement costs more than running it."""
     condition = _SHAPES[shape[0]](*shape[1:])
     return _build(
-        corpus, schema, condition, k, scoped, dense, weights, one, sized_by=_sized_by(shape), statistics=statistics
+        corpus, schema, condition, k, scoped, mode, weights, one, sized_by=_sized_by(shape), statistics=statistics
     )
 
 
@@ -349,7 +357,7 @@ async def find(
     k: int,
     scoped: bool,
     unrelated_similarity: float = 0.0,
-    mode: str | None = None,
+    mode: SearchMode | str | None = None,
 ) -> list[list[Hit]]:
     """For each query, up to ``k`` rows of ``corpus`` matching ``where`` (which pins ``org_id``),
     best first, as (the row's returned columns and its ``cosine``, score).
@@ -359,7 +367,7 @@ async def find(
     ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``).
     """
     settings = database.settings
-    mode = faces_mode(mode or settings.search_mode)
+    mode = check_mode(mode or settings.search_mode, upstream=corpus is MEMORIES)
     search = statement(
         corpus,
         schema=database.schema,
@@ -375,7 +383,7 @@ async def find(
     )
     # One statement in autocommit, whatever the scope: the HNSW options are set inside it.
     rows = await database.execute_one(search, read_only=True, org_id=org_id)
-    if mode == "dense":
+    if mode is not SearchMode.HYBRID:
         return hits(rows, len(texts))
     weights = scoring.Weights.from_settings(settings, unrelated_similarity)
     return ranked(rows, len(texts), corpus=corpus, k=k, weights=weights)
@@ -388,18 +396,22 @@ UPSTREAM_ONLY = (
 )
 
 
-def faces_mode(mode: str) -> str:
-    """``mode`` if :func:`find` runs it ('hybrid' or 'dense'); 'upstream' is a ConfigurationError, which every
-    face but PgVectorDB raises when it is made with that mode, rather than searching in another one."""
-    if mode == "upstream":
+def check_mode(mode: SearchMode | str, *, upstream: bool = False) -> SearchMode:
+    """``mode`` as a :class:`SearchMode`: the one check of a search mode, which every face makes when it is
+    made and :func:`find` makes again. A name that is no mode is a ConfigurationError, and so is 'upstream'
+    unless ``upstream`` allows it (``PgVectorDB``'s search of memories), rather than a search in another mode."""
+    try:
+        found = SearchMode(mode)
+    except ValueError:
+        names = ", ".join(repr(str(known)) for known in SearchMode)
+        raise ConfigurationError(f"search_mode must be one of {names}, not {mode!r}") from None
+    if found is SearchMode.UPSTREAM and not upstream:
         raise ConfigurationError(UPSTREAM_ONLY)
-    if mode not in ("hybrid", "dense"):
-        raise ConfigurationError(f"search_mode must be 'hybrid' or 'dense', not {mode!r}")
-    return mode
+    return found
 
 
 def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:
-    """The rows of a dense search statement, one list per query."""
+    """The rows of a dense or upstream search statement (each row a hit, its score in it), one list per query."""
     results: list[list[Hit]] = [[] for _ in range(queries)]
     for row in rows:
         data = row._asdict()

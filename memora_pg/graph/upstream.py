@@ -1,166 +1,113 @@
 """Upstream Memora's search, for ``PgVectorDB(search_mode="upstream")``: the fusion its Qdrant store makes,
-kept for anyone who wants its exact scores. Every other search is :mod:`memora_pg.graph.search`'s."""
+kept for anyone who wants its scores.
+
+It is built from the parts every other search is built from, and run the same way
+(:func:`memora_pg.graph.search.find`, one statement): the queries of
+:func:`memora_pg.graph.ranking.queries_cte` (the schema's full-text rule), the nearest rows of
+:func:`memora_pg.graph.nearest.nearest_branches` (an exact sort of a small scope, else the HNSW index
+with its options set inside the statement) and the search's condition (the organization, the user, the
+agent, the current or as-of versions).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import CTE, Select, and_, func, select, true, union_all
+from sqlalchemy.sql.elements import ColumnElement
 
-from memora_pg import vector_params
-from memora_pg.config import Settings
-from memora_pg.graph import timeline
-from memora_pg.graph.render import hit_model
-from memora_pg.models import Memory
-from memora_pg.sql_text import render
-from memora_pg.statements import sql
+from memora_pg.graph.nearest import Corpus, nearest_branches, number, scope_rows, similarity
+from memora_pg.graph.ranking import by_key
 
-# The HNSW options of upstream mode's search over a whole organization, for its transaction only:
-# iterative scans, so a selective condition still fills the list, and the list's search width.
-HNSW_OPTIONS = """
-SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', :ef, true)
-"""
-
-
+# Upstream's constants: the length of each arm's list, the cosine an arm's hit needs, the score a hit needs.
 DENSE_CANDIDATES = 12
 LEXICAL_CANDIDATES = 12
 MIN_SIMILARITY = 0.4
 MIN_FUSED_SCORE = 0.35
 
 
-@lru_cache(maxsize=32)
-def search_sql(*, user_scope: bool, agent: bool, exclude_superseded: bool, clock: str | None = None) -> str:
-    """Upstream Memora's search (``search_mode="upstream"``), as its Qdrant store fuses: the 12 nearest
-    memories (kept at cosine >= 0.4) and the 12 best full-text matches, score = sum over the lists
-    holding a memory of 1 / (rank + 2), kept above 0.35, top 10."""
-    filters = "m.org_id = :org_id AND m.embedding IS NOT NULL"
-    if user_scope:
-        filters += " AND m.user_id = :user_id"
-    if agent:
-        filters += " AND m.agent_id = :agent_id"
-    if clock is not None:
-        filters += " AND " + timeline.current_at("m", clock)
-    elif exclude_superseded:
-        filters += (
-            " AND NOT EXISTS (SELECT 1 FROM {schema}.memory_updates AS newer"
-            " WHERE newer.org_id = m.org_id AND newer.old_memory_id = m.memory_id)"
+def statement(corpus: Corpus, queries: CTE, where: ColumnElement[bool], *, k: int, scoped: bool) -> Select[Any]:
+    """Up to ``k`` rows per query of ``queries`` among the rows of ``corpus`` matching ``where``, fused as
+    upstream's Qdrant store fuses them: the :data:`DENSE_CANDIDATES` nearest (kept at a cosine of at least
+    :data:`MIN_SIMILARITY`) and the :data:`LEXICAL_CANDIDATES` best full-text matches by ``ts_rank``; a
+    row's score is the sum, over the lists holding it, of 1 / (its rank + 2), and it is a hit above
+    :data:`MIN_FUSED_SCORE`. Best first, ties by the dense list's rank, then the lexical list's.
+
+    Returns ``query_no``, the corpus's returned columns, ``score`` and ``cosine``; ``scoped`` says
+    ``where`` pins a user (whose rows may be few enough to sort exactly).
+    """
+    dense = _dense(corpus, queries, where, scoped=scoped)
+    lexical = _lexical(corpus, queries, where, scoped=scoped)
+    same = and_(lexical.c.query_no == dense.c.query_no, lexical.c.row_id == dense.c.row_id)
+    both = dense.outerjoin(lexical, same, full=True)
+
+    def share(rank: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.coalesce(number(1.0) / (rank + number(2.0)), number(0.0))
+
+    query_no = func.coalesce(dense.c.query_no, lexical.c.query_no).label("query_no")
+    row_id = func.coalesce(dense.c.row_id, lexical.c.row_id).label("row_id")
+    score = (share(dense.c.rank) + share(lexical.c.rank)).label("score")
+    dense_rank = func.coalesce(dense.c.rank, number(DENSE_CANDIDATES)).label("dense_rank")
+    lexical_rank = func.coalesce(lexical.c.rank, number(LEXICAL_CANDIDATES)).label("lexical_rank")
+    fused = select(query_no, row_id, score, dense_rank, lexical_rank).select_from(both).subquery("fused")
+    order = (fused.c.score.desc(), fused.c.dense_rank, fused.c.lexical_rank)
+    place = func.row_number().over(partition_by=fused.c.query_no, order_by=order).label("place")
+    kept = select(fused, place).where(fused.c.score > number(MIN_FUSED_SCORE)).subquery("kept")
+    # Each hit's row by its key, with its cosine similarity to its query.
+    cosine = similarity(corpus.c("embedding").cosine_distance(queries.c.embedding)).label("cosine")
+    returned = [corpus.c(name) for name in corpus.returned]
+    own = by_key(corpus, kept.c.row_id, *returned, cosine, name="own")
+    return (
+        select(kept.c.query_no, *(own.c[name] for name in corpus.returned), kept.c.score, own.c.cosine)
+        .select_from(kept.join(queries, queries.c.query_no == kept.c.query_no).join(own, true()))
+        .where(kept.c.place <= number(k))
+        .order_by(kept.c.query_no, kept.c.score.desc(), kept.c.dense_rank, kept.c.lexical_rank)
+    )
+
+
+def _dense(corpus: Corpus, queries: CTE, where: ColumnElement[bool], *, scoped: bool) -> Any:
+    """Each query's nearest rows at a cosine of at least MIN_SIMILARITY, ranked from 0 (ties by write order)."""
+    embedding, seq = corpus.c("embedding"), corpus.c("seq")
+    branches = nearest_branches(
+        [corpus.c(corpus.id_column).label("row_id"), seq.label("seq")],
+        corpus=corpus,
+        searchable=and_(where, embedding.is_not(None)),
+        distance=embedding.cosine_distance(queries.c.embedding),
+        limit=DENSE_CANDIDATES,
+        size=scope_rows(corpus, where) if scoped else None,
+    )
+    per_query = []
+    for i, branch in enumerate(branches):
+        near = branch.lateral(f"nearest_{i}")
+        per_query.append(
+            select(queries.c.query_no, near.c.row_id, near.c.seq, near.c.distance).select_from(
+                queries.join(near, true())
+            )
         )
-    # "+ 0" keeps the HNSW index out of user-scoped searches: the user's rows (found with the
-    # btree) are sorted exactly, which is faster at a user's scale and never misses a neighbour.
-    order = "(m.embedding <=> q.embedding) + 0" if user_scope else "m.embedding <=> q.embedding"
-    # Likewise "IS TRUE" keeps the full-text GIN index out of user-scoped searches: a common word
-    # matches much of the organization, while the user's rows are few (and read by the dense arm anyway).
-    matches = "(m.search_text @@ q.terms) IS TRUE" if user_scope else "m.search_text @@ q.terms"
-    dense = render(
-        """
-        SELECT nearest.memory_id, nearest.distance,
-               row_number() OVER (ORDER BY nearest.distance, nearest.seq) - 1 AS rank
-        FROM (
-            SELECT m.memory_id, m.seq, m.embedding <=> q.embedding AS distance
-            FROM {schema}.memories AS m
-            WHERE {filters}
-            ORDER BY {order}
-            LIMIT {candidates}
-        ) AS nearest
-        WHERE 1 - nearest.distance >= {min_similarity}""",
-        filters=filters,
-        order=order,
-        candidates=DENSE_CANDIDATES,
-        min_similarity=MIN_SIMILARITY,
-    )
-    lexical = render(
-        """
-        SELECT m.memory_id,
-               row_number() OVER (ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq) - 1 AS rank
-        FROM {schema}.memories AS m
-        WHERE {filters} AND {matches}
-        -- ts_rank (how often the words occur), not ts_rank_cd: cover density costs several times more per row
-        ORDER BY ts_rank(m.search_text, q.terms) DESC, m.seq
-        LIMIT {candidates}""",
-        filters=filters,
-        matches=matches,
-        candidates=LEXICAL_CANDIDATES,
-    )
-    fused = render(
-        """
-        SELECT coalesce(dense.memory_id, lexical.memory_id) AS memory_id,
-               coalesce(1.0 / (dense.rank + 2), 0) + coalesce(1.0 / (lexical.rank + 2), 0) AS score,
-               coalesce(dense.rank, {dense_candidates}) AS dense_rank,
-               coalesce(lexical.rank, {lexical_candidates}) AS lexical_rank
-        FROM ({dense}) AS dense
-        FULL JOIN ({lexical}) AS lexical ON lexical.memory_id = dense.memory_id""",
-        dense_candidates=DENSE_CANDIDATES,
-        lexical_candidates=LEXICAL_CANDIDATES,
-        dense=dense,
-        lexical=lexical,
-    )
-    return render(
-        """
--- MATERIALIZED: each query's vector is parsed once, not once per row it is compared with.
-WITH q AS MATERIALIZED (
-    SELECT given.query_no,
-           given.embedding,
-           -- any word of the query may match (upstream's lexical arm is a sparse model, not a phrase)
-           CAST(replace(CAST(plainto_tsquery({schema}.search_config(), given.query) AS text), ' & ', ' | ')
-                AS tsquery) AS terms
-    FROM unnest(CAST(:query_nos AS int[]), CAST(:embeddings AS vector[]), CAST(:queries AS text[]))
-         AS given(query_no, embedding, query)
-)
-SELECT q.query_no, m.org_id, m.user_id, m.agent_id, m.memory_id, m.memory, m.obtained_at, hit.score
-FROM q
-CROSS JOIN LATERAL (
-    SELECT fused.memory_id, fused.score, fused.dense_rank, fused.lexical_rank
-    FROM ({fused}) AS fused
-    WHERE fused.score > {min_fused_score}
-    ORDER BY fused.score DESC, fused.dense_rank, fused.lexical_rank
-    LIMIT :top_k
-) AS hit
-JOIN {schema}.memories AS m ON m.org_id = :org_id AND m.memory_id = hit.memory_id
-ORDER BY q.query_no, hit.score DESC, hit.dense_rank, hit.lexical_rank
-""",
-        fused=fused,
-        min_fused_score=MIN_FUSED_SCORE,
-    )
+    found = union_all(*per_query).subquery("nearest") if len(per_query) > 1 else per_query[0].subquery("nearest")
+    order = (found.c.distance, found.c.seq)
+    rank = (func.row_number().over(partition_by=found.c.query_no, order_by=order) - number(1)).label("rank")
+    kept = similarity(found.c.distance) >= number(MIN_SIMILARITY)
+    return select(found.c.query_no, found.c.row_id, rank).where(kept).subquery("dense")
 
 
-async def upstream_search(
-    conn: AsyncConnection,
-    *,
-    vectors: Sequence[Sequence[float]],
-    texts: Sequence[str],
-    org_id: str,
-    user_id: str | None,
-    agent_id: str | None,
-    exclude_superseded: bool,
-    settings: Settings,
-    as_of: datetime | None = None,
-    clock: str = timeline.VALID,
-) -> list[list[tuple[Memory, float]]]:
-    if user_id is None:
-        await conn.execute(sql(conn, HNSW_OPTIONS), {"ef": str(settings.hnsw_ef_search)})
-    template = search_sql(
-        user_scope=user_id is not None,
-        agent=agent_id is not None,
-        exclude_superseded=exclude_superseded,
-        clock=None if as_of is None else clock,
+def _lexical(corpus: Corpus, queries: CTE, where: ColumnElement[bool], *, scoped: bool) -> Any:
+    """Each query's best full-text matches (any of its words), by ``ts_rank`` (how often the words occur; not
+    ``ts_rank_cd``, whose cover density costs several times more per row), ranked from 0, ties by write order."""
+    search_text, seq = corpus.c("search_text"), corpus.c("seq")
+    matches = search_text.op("@@")(queries.c.any_term)
+    if scoped:
+        # "IS TRUE" keeps the GIN index out of a user's search: a common word matches much of the
+        # organization, while the user's rows are few (and read by the dense arm anyway).
+        matches = matches.is_(True)
+    relevance = func.ts_rank(search_text, queries.c.any_term).label("relevance")
+    best = (
+        select(corpus.c(corpus.id_column).label("row_id"), seq.label("seq"), relevance)
+        .where(where, corpus.c("embedding").is_not(None), matches)
+        .order_by(relevance.desc(), seq)
+        .limit(number(LEXICAL_CANDIDATES))
+        .lateral("best")
     )
-    params: dict[str, Any] = {
-        "org_id": org_id,
-        "query_nos": list(range(len(texts))),
-        "embeddings": vector_params.many(vectors),
-        "queries": list(texts),
-        "top_k": settings.search_top_k,
-    }
-    if as_of is not None:
-        params["as_of"] = as_of
-    if user_id is not None:
-        params["user_id"] = user_id
-    if agent_id is not None:
-        params["agent_id"] = agent_id
-    results: list[list[tuple[Memory, float]]] = [[] for _ in texts]
-    for row in await conn.execute(sql(conn, template), params):
-        results[row.query_no].append((hit_model(row._mapping), float(row.score)))
-    return results
+    order = (best.c.relevance.desc(), best.c.seq)
+    rank = (func.row_number().over(partition_by=queries.c.query_no, order_by=order) - number(1)).label("rank")
+    return select(queries.c.query_no, best.c.row_id, rank).select_from(queries.join(best, true())).subquery("lexical")

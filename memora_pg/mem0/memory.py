@@ -84,7 +84,7 @@ class AsyncMemory:
         self.config = config or MemoryConfig()
         # memora_pg's own settings, when given, instead of those the config and the environment make.
         settings = settings or self.config.settings()
-        search.faces_mode(settings.search_mode)
+        search.check_mode(settings.search_mode)
         self._db = Database(engine, settings=settings)
         self.collection = self.config.collection_name
         self.org_id = f"mem0:{self.collection}"

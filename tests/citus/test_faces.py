@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, Settings
+from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, SearchMode, Settings
 from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory
@@ -27,7 +27,7 @@ ORG = MemorySearchScope.ORGANIZATION
 def _vector(graph: PostgresGraphDB, mode: str) -> PgVectorDB:
     store = graph.get_associated_vector_db()
     assert isinstance(store, PgVectorDB)
-    store.search_mode = mode
+    store.search_mode = SearchMode(mode)
     return store
 
 
@@ -38,7 +38,7 @@ async def _facts(graph: PostgresGraphDB, engine: AsyncEngine, w: Any, facts: lis
     return await memory_ids(engine, w.org_id, interaction_id)
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "upstream"])
 @pytest.mark.parametrize("scope", [USER, ORG])
 async def test_vector_search(graph: PostgresGraphDB, engine: AsyncEngine, mode: str, scope: MemorySearchScope) -> None:
     """search_memory and search_memories find each organization's own memories only."""

@@ -13,12 +13,11 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import Settings, vector_params
+from memora_pg import Settings
 from memora_pg.db import with_vector_codec
 from memora_pg.graph import memories, search, versions
 from memora_pg.graph.filters import compile_filters
 from memora_pg.graph.search import nearest_statement, query_vectors
-from memora_pg.graph.upstream import search_sql
 from memora_pg.schema import memories as memories_table
 from memora_pg.statements import Statement
 from tests.conftest import _create_database, _drop_database
@@ -100,19 +99,6 @@ async def seeded(scale: tuple[str, int]) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-def _search_params(user: bool) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "org_id": "org",
-        "query_nos": [0],
-        "embeddings": vector_params.many([[0.1] * DIMENSIONS]),
-        "queries": ["memory number 7"],
-        "top_k": 10,
-    }
-    if user:
-        params["user_id"] = "u7"
-    return params
-
-
 def _search(*, user: bool, mode: str) -> Statement:
     """The faces' search for one query, as search.find builds it."""
     return search.statement(
@@ -128,27 +114,21 @@ def _search(*, user: bool, mode: str) -> Statement:
     )
 
 
-@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "upstream"])
 async def test_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine, mode: str) -> None:
     """A user of few rows: the search finds them by (org_id, user_id) and sorts them exactly; the
-    branch for a large scope, by the HNSW index, never runs."""
+    branch for a large scope, by the HNSW index, never runs. Nor does the full-text GIN index: a word's
+    posting list holds every user's rows, so a common word would cost more with every other user's
+    memories; the terms are counted among the user's own rows."""
     statement = _search(user=True, mode=mode)
     plan = await _explain_core(seeded, statement.sql, statement.params, analyze=True)
     ran = _ran(plan)
     assert any((index or "").startswith("ix_memories_user_") for index in ran)
     assert "ix_memories_embedding_hnsw" not in ran
+    assert "ix_memories_search_text" not in ran
 
 
-async def test_upstream_user_search_uses_the_user_btree_not_hnsw(seeded: AsyncEngine) -> None:
-    """search_mode="upstream": the user's rows by (org_id, user_id), sorted exactly."""
-    plan = await _explain(
-        seeded, search_sql(user_scope=True, agent=False, exclude_superseded=False), _search_params(True)
-    )
-    assert "ix_memories_user_" in plan
-    assert "ix_memories_embedding_hnsw" not in plan
-
-
-@pytest.mark.parametrize("mode", ["hybrid", "dense"])
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "upstream"])
 async def test_organization_search_uses_hnsw_at_scale(seeded: AsyncEngine, scale: tuple[str, int], mode: str) -> None:
     """Organization-wide search walks the HNSW index at scale; a small table is sorted exactly, which is cheaper."""
     statement = _search(user=False, mode=mode)

@@ -190,6 +190,18 @@ async def test_a_small_users_search_sorts_its_rows_and_probes_unattached_neighbo
     assert any((index or "").startswith("ix_memories_user_") for index in indexes)
 
 
+@pytest.mark.parametrize("query", ["a note about tea", "what did they say about tea and chess"])
+async def test_a_small_users_search_reads_its_own_rows_only(seeded: AsyncEngine, query: str) -> None:
+    """40 memories of one user, in a table where another user's memories hold the same words ("tea" in 2,000
+    of them): the query's words are counted among the small user's rows, never through the GIN index, whose
+    posting list of a word holds every user's rows. No scan of the memories returns more rows than the
+    small user has, so the search costs the same whatever the other users hold."""
+    nodes = await _analyze(seeded, _statement("small", query))
+    assert "ix_memories_search_text" not in {n.get("Index Name") for n in nodes}
+    read = [n["Actual Rows"] * n["Actual Loops"] for n in _memories_scans(nodes)]
+    assert max(read) <= SMALL, read
+
+
 @pytest.mark.parametrize("mode", ["hybrid", "dense"])
 async def test_a_large_users_search_fills_its_hits_and_leaves_the_session_as_it_was(
     seeded: AsyncEngine, mode: str

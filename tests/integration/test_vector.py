@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 from enum import Enum
 
 import numpy as np
@@ -16,11 +17,13 @@ from memora_pg import (
     MemorySearchScope,
     NotFoundError,
     PostgresGraphDB,
+    SearchMode,
     Settings,
     vector_params,
 )
 from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.testing import count_statements
 from memora_pg.vector import PgVectorDB
 from tests.integration.helpers import World, chat, payload, world
 
@@ -127,13 +130,39 @@ async def test_dense_mode_scores_are_cosine_similarities(engine: AsyncEngine, se
     assert [m.memory for m, _ in hits] == ["green tea", "green tea with milk"]
 
 
-async def test_one_list_per_query_in_order(graph: PostgresGraphDB) -> None:
-    """search_memories returns exactly one list per query, in query order; an unrelated query scores low."""
+@pytest.mark.parametrize("mode", list(SearchMode))
+async def test_one_list_per_query_in_order(graph: PostgresGraphDB, mode: SearchMode) -> None:
+    """search_memories returns exactly one list per query, in query order, in every mode; an unrelated query
+    scores low."""
     w = await world(graph)
     await _facts(graph, w, ["green tea", "mountain bike"])
+    _vector(graph).search_mode = mode
     results = await _vector(graph).search_memories(["mountain bike", "zzz qqq", "green tea"], USER, w.org_id, w.user_id)
     assert [[m.memory for m, _ in r][:1] for r in results[::2]] == [["mountain bike"], ["green tea"]]
     assert max((score for _, score in results[1]), default=0) < min(results[0][0][1], results[2][0][1]) / 2
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+async def test_every_mode_searches_in_one_statement(
+    graph: PostgresGraphDB, engine: AsyncEngine, mode: SearchMode
+) -> None:
+    """Each mode is one statement per call, whatever the scope, the number of queries or the time searched."""
+    w = await world(graph)
+    await _facts(graph, w, ["green tea", "mountain bike"])
+    store = _vector(graph)
+    store.search_mode = mode
+    await store.search_memory("green tea", USER, w.org_id, w.user_id)  # the schema's check, done once
+    sent = count_statements(engine)
+    calls = [
+        store.search_memory("green tea", USER, w.org_id, w.user_id),
+        store.search_memory("green tea", ORG, w.org_id),
+        store.search_memories(["green tea", "bike"], ORG, w.org_id, agent_id=w.agent_id),
+        store.search_memory("tea", USER, w.org_id, w.user_id, as_of=datetime.now(timezone.utc), as_of_clock="system"),
+    ]
+    for call in calls:
+        sent.clear()
+        assert await call
+        assert len(sent) == 1, sent
 
 
 async def test_organization_scope_ignores_user_and_agent_filter_applies(graph: PostgresGraphDB) -> None:
@@ -156,8 +185,11 @@ async def test_organization_scope_ignores_user_and_agent_filter_applies(graph: P
     assert hits == []
 
 
-async def test_superseded_versions_are_searchable(graph: PostgresGraphDB) -> None:
-    """Every version stays searchable (resolution happens in the graph), unless excluded by the setting."""
+@pytest.mark.parametrize("mode", list(SearchMode))
+async def test_superseded_versions_are_searchable(graph: PostgresGraphDB, mode: SearchMode) -> None:
+    """Every version stays searchable (resolution happens in the graph), unless excluded by the setting, in every
+    mode."""
+    _vector(graph).search_mode = mode
     w = await world(graph)
     (old,) = await _facts(graph, w, ["lives in Paris"])
     await graph.save_interaction_with_memories(

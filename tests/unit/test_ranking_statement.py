@@ -56,7 +56,8 @@ def test_a_scoped_search_has_an_exact_branch_and_an_index_branch() -> None:
     both gated by the one bounded count; a search of a whole organization has the index."""
     scoped, _ = _compiled(True)
     assert f"LIMIT {nearest.EXACT_ROWS + 1}" in scoped
-    assert scoped.count("ORDER BY memories.org_id, memories.user_id") == 2  # the count, the sort
+    # the count, the sort, the rows holding the query's terms
+    assert scoped.count("ORDER BY memories.org_id, memories.user_id") == 3
     assert scoped.count("set_config") == 2
     organization, _ = _compiled(False)
     assert "AS scope" not in organization

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 
 from memora_pg import Settings, driver
-from memora_pg.graph import autogen_contents, nearest, search, upstream
+from memora_pg.graph import autogen_contents, nearest, search
 
 GOLDEN = Path(__file__).parent / "golden"
 SCHEMA = "memora"
@@ -56,7 +56,7 @@ BUILDERS: dict[str, Callable[[], str]] = {
     "dense_user_one_query": lambda: _compiled(search.MEMORIES, _user(), mode="dense", queries=1, scoped=True),
     "hybrid_autogen": lambda: _compiled(search.AUTOGEN_CONTENTS, _notes(), mode="hybrid", queries=1, scoped=True),
     "dense_autogen": lambda: _compiled(search.AUTOGEN_CONTENTS, _notes(), mode="dense", queries=1, scoped=True),
-    "upstream_user": lambda: upstream.search_sql(user_scope=True, agent=False, exclude_superseded=False),
+    "upstream_user": lambda: _compiled(search.MEMORIES, _user(), mode="upstream", queries=1, scoped=True),
 }
 
 

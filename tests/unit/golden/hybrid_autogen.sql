@@ -21,17 +21,24 @@ FROM "memora".common_terms('autogen_contents', NULL, NULL, 2001, 302) AS listed(
 ) AS listed 
 WHERE (SELECT scope_rows.n > 2000 AS anon_2 
 FROM scope_rows)), 
+scope_texts AS MATERIALIZED 
+(SELECT queries.query_no AS query_no, in_scope.row_id AS row_id, in_scope.seq AS seq, in_scope.search_text AS search_text 
+FROM queries JOIN (SELECT memora.autogen_contents.content_id AS row_id, memora.autogen_contents.seq AS seq, memora.autogen_contents.search_text AS search_text 
+FROM memora.autogen_contents 
+WHERE memora.autogen_contents.org_id = $3::VARCHAR AND memora.autogen_contents.namespace = $4::VARCHAR AND memora.autogen_contents.user_id = $5::VARCHAR AND memora.autogen_contents.agent_id IS NULL AND memora.autogen_contents.embedding IS NOT NULL AND (SELECT scope_rows.n <= 2000 AS anon_3 
+FROM scope_rows) ORDER BY memora.autogen_contents.org_id, memora.autogen_contents.namespace, memora.autogen_contents.user_id, memora.autogen_contents.agent_id 
+ LIMIT 2001) AS in_scope ON (in_scope.search_text @@ queries.any_term) IS true), 
 term_rarity AS 
 (SELECT queries.query_no AS query_no, term.lexeme AS lexeme, CASE WHEN (scope_rows.n > 2000 AND (held.df > 150 OR term.lexeme IN (SELECT common_terms.lexeme 
 FROM common_terms))) THEN 601 ELSE held.df END AS df, held.row_ids AS row_ids, held.seqs AS seqs 
-FROM queries JOIN LATERAL unnest(queries.lexemes) AS term(lexeme) ON true JOIN scope_rows ON true JOIN LATERAL (SELECT count(*) AS df, array_agg(holding.row_id) AS row_ids, array_agg(holding.seq) AS seqs 
-FROM ((SELECT memora.autogen_contents.content_id AS row_id, memora.autogen_contents.seq AS seq 
-FROM memora.autogen_contents 
-WHERE memora.autogen_contents.org_id = $3::VARCHAR AND memora.autogen_contents.namespace = $4::VARCHAR AND memora.autogen_contents.user_id = $5::VARCHAR AND memora.autogen_contents.agent_id IS NULL AND memora.autogen_contents.embedding IS NOT NULL AND (memora.autogen_contents.search_text @@ CAST(quote_literal(term.lexeme) AS TSQUERY)) AND (SELECT scope_rows.n <= 2000 AS anon_3 
-FROM scope_rows) 
+FROM queries JOIN LATERAL (SELECT word.lexeme AS lexeme, CAST(quote_literal(word.lexeme) AS TSQUERY) AS query 
+FROM unnest(queries.lexemes) AS word(lexeme)) AS term ON true JOIN scope_rows ON true JOIN LATERAL (SELECT count(*) AS df, array_agg(holding.row_id) AS row_ids, array_agg(holding.seq) AS seqs 
+FROM ((SELECT scope_texts.row_id AS row_id, scope_texts.seq AS seq 
+FROM scope_texts 
+WHERE scope_texts.query_no = queries.query_no AND (scope_texts.search_text @@ term.query) 
  LIMIT 601) UNION ALL (SELECT memora.autogen_contents.content_id AS row_id, memora.autogen_contents.seq AS seq 
 FROM memora.autogen_contents 
-WHERE memora.autogen_contents.org_id = $3::VARCHAR AND memora.autogen_contents.namespace = $4::VARCHAR AND memora.autogen_contents.user_id = $5::VARCHAR AND memora.autogen_contents.agent_id IS NULL AND memora.autogen_contents.embedding IS NOT NULL AND (memora.autogen_contents.search_text @@ CAST(quote_literal(term.lexeme) AS TSQUERY)) AND (SELECT scope_rows.n > 2000 AS anon_4 
+WHERE memora.autogen_contents.org_id = $3::VARCHAR AND memora.autogen_contents.namespace = $4::VARCHAR AND memora.autogen_contents.user_id = $5::VARCHAR AND memora.autogen_contents.agent_id IS NULL AND memora.autogen_contents.embedding IS NOT NULL AND (memora.autogen_contents.search_text @@ term.query) AND (SELECT scope_rows.n > 2000 AS anon_4 
 FROM scope_rows) AND (term.lexeme NOT IN (SELECT common_terms.lexeme 
 FROM common_terms)) 
  LIMIT 151)) AS holding) AS held ON true), 
