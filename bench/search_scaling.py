@@ -21,6 +21,11 @@ side runs interleaved with the others after the same warm-up:
 * mem0 2.2.x's ``search`` on the same rows, when ``--mem0-python`` names a venv with mem0ai.
 
 Each line prints p50 and p95 in ms and the ratio of the default search to the exact floor.
+
+``--others N`` adds N memories of other users of the same organization (copies of the measured
+user's, ``size`` per user, each user's rows a copy of the measured user's texts and vectors), so that
+the table holds what a shared deployment's does: every word's full-text posting list then holds every
+user's rows, and the measured user's search must cost what its own rows cost, whatever the others hold.
 """
 
 from __future__ import annotations
@@ -150,6 +155,38 @@ async def fill(url: str, memories: Sequence[tuple[Any, ...]]) -> None:
         await conn.close()
 
 
+OTHER_USERS = f"""
+INSERT INTO "{SCHEMA}".users (org_id, user_id, user_name)
+SELECT $1, 'other-' || g, 'other-' || g FROM generate_series(1, CAST($2 AS int)) AS g
+"""
+# Each other user's memories: a copy of the measured user's (no interaction: only their words and vectors matter).
+OTHER_MEMORIES = f"""
+INSERT INTO "{SCHEMA}".memories (org_id, memory_id, user_id, agent_id, memory, obtained_at, stored_at, embedding,
+                                 search_text)
+SELECT m.org_id, gen_random_uuid(), 'other-' || g, m.agent_id, m.memory, m.obtained_at, m.stored_at, m.embedding,
+       m.search_text
+FROM "{SCHEMA}".memories AS m CROSS JOIN generate_series(CAST($2 AS int), CAST($3 AS int)) AS g
+WHERE m.org_id = $1 AND m.user_id = $4
+"""
+
+
+async def add_others(url: str, others: int, size: int) -> int:
+    """Other users of the organization, ``size`` memories each, ``others`` memories in all (rounded up to
+    whole users), without the HNSW index (built afterwards, as for the measured user); their number."""
+    users = -(-others // size)
+    await bench_load.drop_hnsw(url)
+    conn = await connect(url)
+    try:
+        await conn.execute(OTHER_USERS, ORG, users)
+        batch = max(1, 100_000 // size)
+        for first in range(1, users + 1, batch):
+            await conn.execute(OTHER_MEMORIES, ORG, first, min(users, first + batch - 1), USER)
+        await conn.execute(f'VACUUM ANALYZE "{SCHEMA}".memories')
+    finally:
+        await conn.close()
+    return users * size
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f}"
 
@@ -160,6 +197,7 @@ async def measure(
     embedder: SharedEmbedder,
     *,
     size: int,
+    others: int = 0,
     index: str,
     iterations: int,
     warmup: int,
@@ -220,6 +258,7 @@ async def measure(
     hnsw = runs["raw HNSW"].sample if "raw HNSW" in runs else None
     cells = [
         f"{size:,}",
+        f"{others:,}",
         index,
         f"{_ms(searched.median)} / {_ms(searched.p95)}",
         f"{searched.median / floor.median:.2f}× / {searched.p95 / floor.p95:.2f}×",
@@ -242,16 +281,24 @@ async def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--server-url", default=None)
     parser.add_argument("--out", type=Path, default=None, help="write the table to this file")
+    parser.add_argument(
+        "--others", default="0", help="memories of other users in the same table, e.g. 1M (default: none)"
+    )
     args = parser.parse_args(argv)
+    others = parse_scale(args.others) if args.others != "0" else 0
     embedder = SharedEmbedder(LocalEmbedder())
     data = await corpus(args.path, embedder)
     header = [
-        f"Search scaling on `{args.path.name}` (one user, turns repeated): "
-        "`python -m bench.search_scaling " + " ".join(sys.argv[1:] if argv is None else argv) + "`",
+        f"Search scaling on `{args.path.name}` "
+        + ("(one user, turns repeated): " if not others else "(one user among others, turns repeated): ")
+        + "`python -m bench.search_scaling "
+        + " ".join(sys.argv[1:] if argv is None else argv)
+        + "`",
         "",
-        "| memories of the user | index | default search p50 / p95 ms | ÷ raw exact (p50 / p95) "
-        "| mem0-style search p50 | dense face p50 | raw exact cosine p50 / p95 | raw HNSW p50 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| memories of the user | other users' memories | index | default search p50 / p95 ms "
+        "| ÷ raw exact (p50 / p95) | mem0-style search p50 | dense face p50 | raw exact cosine p50 / p95 "
+        "| raw HNSW p50 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     print("\n".join(header), flush=True)
     lines = list(header)
@@ -260,6 +307,7 @@ async def main(argv: list[str] | None = None) -> None:
         for size in map(parse_scale, args.sizes.split(",")):
             url = await server.create_database(f"bench_scaling_{size}")
             await fill(url, rows(data, size))
+            added = await add_others(url, others, size) if others else 0
             for index in args.index.split(","):
                 # The index the schema was made with is dropped first, so that hnsw mode (alone or after
                 # exact mode) measures one built after the load, as an operator builds it.
@@ -271,6 +319,7 @@ async def main(argv: list[str] | None = None) -> None:
                     data,
                     embedder,
                     size=size,
+                    others=added,
                     index=index,
                     iterations=args.iterations,
                     warmup=args.warmup,
