@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from sqlalchemy import CTE, Float, Integer, Select, bindparam, func, literal_column, select, true
+from sqlalchemy import CTE, Float, Integer, Select, Subquery, bindparam, func, literal_column, select, true
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.schema import Table
 from sqlalchemy.sql.sqltypes import JSON, Text
@@ -119,6 +119,28 @@ def scope_rows(corpus: Corpus, scope: ColumnElement[bool]) -> CTE:
     return select(func.count().label("n")).select_from(counted).cte("scope_rows")
 
 
+def is_small(size: CTE) -> ColumnElement[bool]:
+    """Whether the scope counted by ``size`` (:func:`scope_rows`) has at most :data:`EXACT_ROWS` rows: a
+    one-time filter, evaluated once per statement."""
+    return select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
+
+
+def small_scope(
+    corpus: Corpus, searchable: ColumnElement[bool], small: ColumnElement[bool], *columns: Any, name: str
+) -> Subquery:
+    """``columns`` of the rows matching ``searchable`` in a scope of at most :data:`EXACT_ROWS` rows (``small``:
+    :func:`is_small`), read in the order of the scope's btree (``Corpus.scope_index``) and no further than one
+    more: whatever the planner guesses of the scope's size, it never scans the table for a small scope. No
+    rows in a larger one."""
+    return (
+        select(*columns)
+        .where(searchable, small)
+        .order_by(*corpus.scope_order())
+        .limit(number(EXACT_ROWS + 1))
+        .subquery(name)
+    )
+
+
 def nearest_branches(
     columns: Sequence[ColumnElement[Any]],
     *,
@@ -140,14 +162,8 @@ def nearest_branches(
     by_index = select(*columns, indexed).where(searchable, hnsw_options()).order_by(indexed).limit(number(limit))
     if size is None:
         return [by_index]
-    small = select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
-    rows = (
-        select(corpus.table)
-        .where(searchable, small)
-        .order_by(*corpus.scope_order())
-        .limit(number(EXACT_ROWS + 1))
-        .subquery("scope")
-    )
+    small = is_small(size)
+    rows = small_scope(corpus, searchable, small, corpus.table, name="scope")
     adapt = ClauseAdapter(rows).traverse
     sorted_ = adapt(distance).label("distance")
     exact = (

@@ -68,11 +68,13 @@ from memora_pg import vector_params
 from memora_pg.graph.nearest import (
     EXACT_ROWS,
     Corpus,
+    is_small,
     nearest_branches,
     nearest_count,
     number,
     scope_rows,
     similarity,
+    small_scope,
 )
 from memora_pg.graph.scoring import Weights
 from memora_pg.sql_text import quoted, render
@@ -264,14 +266,8 @@ def _scope_texts(corpus: Corpus, queries: CTE, searchable: ColumnElement[bool], 
     index: a word's posting list holds the whole table's rows, and a common word's would cost more with
     every other user's memories, while the scope's rows are few. Empty in a larger scope (the one-time
     filter). Materialized, so that the scope is read once for all the query's terms."""
-    small = select(size.c.n <= number(EXACT_ROWS)).scalar_subquery()
-    rows = (
-        select(corpus.c(corpus.id_column).label("row_id"), corpus.c("seq"), corpus.c("search_text"))
-        .where(searchable, small)
-        .order_by(*corpus.scope_order())
-        .limit(number(EXACT_ROWS + 1))
-        .subquery("in_scope")
-    )
+    columns = (corpus.c(corpus.id_column).label("row_id"), corpus.c("seq"), corpus.c("search_text"))
+    rows = small_scope(corpus, searchable, is_small(size), *columns, name="in_scope")
     # "IS TRUE": a condition the GIN index cannot serve, so that the planner reads the scope by its btree.
     holds_any = rows.c.search_text.op("@@")(queries.c.any_term).is_(True)
     texts = select(queries.c.query_no, rows.c.row_id, rows.c.seq, rows.c.search_text).select_from(
