@@ -201,7 +201,7 @@ LEXICAL_ROWS = 100
 
 
 # The words of the searched table that ANALYZE's statistics show common enough that the scope holds each
-# in at least ``{common_rows}`` rows: the schema's ``common_terms`` (migration 0013), given the smallest
+# in at least ``{common_rows}`` rows: the schema's ``common_terms`` (migrations 0013, 0014), given the smallest
 # large scope, and the column and value the scope is the rows of, if the statistics can size it.
 COMMON_TERMS = """
 SELECT listed.lexeme

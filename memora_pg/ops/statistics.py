@@ -2,7 +2,7 @@
 
 A search of a large scope (a user, or an organization, of more than 2,000 memories) skips the query
 words that ANALYZE's statistics show common in it, and sizes the scope from the same statistics
-(``common_terms()``, migrations 0010 and 0013). Right after an import those statistics describe the
+(``common_terms()``, migrations 0010, 0013 and 0014). Right after an import those statistics describe the
 table as it was, until autovacuum's next analyze (a minute or more on a large table); meanwhile each
 common word of a query is probed through the GIN index, its whole posting list read. So every import
 analyzes the searched tables it wrote as its last step.
