@@ -159,7 +159,10 @@ memories = Table(
     # or, for memories of no interaction, among its user's.
     Index("ix_memories_interaction_seq", "org_id", "interaction_id", "seq"),
     Index("ix_memories_unattached_seq", "org_id", "user_id", "seq", postgresql_where=text("interaction_id IS NULL")),
-    Index("ix_memories_search_text", "search_text", postgresql_using="gin"),
+    # A pending list of at most 64 kB (migration 0015): every scan of the index reads all of it.
+    Index(
+        "ix_memories_search_text", "search_text", postgresql_using="gin", postgresql_with={"gin_pending_list_limit": 64}
+    ),
     # Metadata filters of the mem0-style API: containment (@>) and key presence (?).
     Index("ix_memories_metadata", "metadata", postgresql_using="gin"),
     # The one index that cannot lead with org_id: HNSW indexes a single vector column.
