@@ -41,7 +41,8 @@ AS $body$
 DECLARE
     estimated double precision;
 BEGIN
-    -- The scope's rows, as ANALYZE estimated them: its value's listed share of the table, {unlisted}.
+    -- The scope's rows, as ANALYZE estimated them: its value's listed share of the table, else the
+    -- share of a value not listed (NULL when the revision leaves it unsized).
     IF scope_value IS NOT NULL THEN
         SELECT c.reltuples * coalesce(
             (SELECT v.frequency
@@ -81,7 +82,6 @@ def _function(*, planners_share: bool) -> str:
     return render(
         FUNCTION,
         schema=options().schema,
-        unlisted="else the planner's share of an unlisted value" if planners_share else "else none",
         unlisted_share=PLANNERS_SHARE if planners_share else "NULL",
     )
 
