@@ -20,11 +20,11 @@ from datetime import datetime
 from typing import Any
 
 from agent_framework import AgentSession, ContextProvider, HistoryProvider, Message, SessionContext, SupportsAgentRun
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.driver import Connection
 from memora_pg.errors import InvalidInputError
 from memora_pg.mem0.memory import AsyncMemory
-from memora_pg.statements import Statement, sql
+from memora_pg.statements import Statement
 
 DEFAULT_PROMPT = "## Memories\nWhat you know about the user from earlier conversations:"
 # The roles a memory or a history row keeps: tool calls and results are the run's business, not the user's.
@@ -200,9 +200,9 @@ class MemoraHistoryProvider(HistoryProvider):
             "contents": [m["content"] for m in turn],
         }
 
-        async def append(conn: AsyncConnection) -> None:
-            if not await conn.scalar(sql(conn, OPEN), params):
+        async def append(conn: Connection) -> None:
+            if not await conn.scalar(OPEN, params):
                 raise InvalidInputError(f"session {session_id!r} is another user's conversation")
-            await conn.execute(sql(conn, APPEND), params)
+            await conn.execute(APPEND, params)
 
         await self.memory.database.retrying(append, org_id=key["org_id"])

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
+
+from memora_pg.driver import Connection
 
 __all__ = ["VECTOR_TABLES", "VectorColumn", "row_security_applies", "vector_columns", "vector_dimensions"]
 
@@ -45,14 +46,14 @@ class VectorColumn:
 
 
 async def vector_columns(
-    conn: AsyncConnection,
+    conn: Connection,
     schema: str,
     *,
     tables: Iterable[str] = VECTOR_TABLES,
     columns: Iterable[str] = ("embedding",),
 ) -> dict[tuple[str, str], VectorColumn]:
     """The columns of ``tables`` named in ``columns`` that exist, keyed by (table, column)."""
-    rows = await conn.execute(VECTOR_COLUMNS, {"schema": schema, "tables": list(tables), "columns": list(columns)})
+    rows = await conn.fetch(VECTOR_COLUMNS, {"schema": schema, "tables": list(tables), "columns": list(columns)})
     return {
         (row.table_name, row.column_name): VectorColumn(
             row.table_name, row.column_name, int(row.dimensions), row.comment
@@ -61,13 +62,13 @@ async def vector_columns(
     }
 
 
-async def vector_dimensions(conn: AsyncConnection, schema: str, table: str = "memories") -> int | None:
+async def vector_dimensions(conn: Connection, schema: str, table: str = "memories") -> int | None:
     """The dimension of ``table``'s ``embedding`` column; None when the schema has no such table."""
     found = await vector_columns(conn, schema, tables=[table])
     column = found.get((table, "embedding"))
     return column.dimensions if column is not None else None
 
 
-async def row_security_applies(conn: AsyncConnection, schema: str, tables: Iterable[str]) -> bool:
+async def row_security_applies(conn: Connection, schema: str, tables: Iterable[str]) -> bool:
     """Whether row-level security restricts this role on any of ``tables`` (it is not the owner, nor BYPASSRLS)."""
     return bool(await conn.scalar(ROW_SECURITY_ACTIVE, {"schema": schema, "tables": list(tables)}))

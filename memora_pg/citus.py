@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import schema as tables
+from memora_pg.driver import Connection
 from memora_pg.errors import ConfigurationError
 from memora_pg.sql_text import render
 
@@ -227,10 +227,10 @@ _PROBLEMS = (
 )
 
 
-async def distribution_problems(conn: AsyncConnection, schema: str) -> list[Problem]:
+async def distribution_problems(conn: Connection, schema: str) -> list[Problem]:
     """Everything in ``schema`` that would stop distributing it by ``org_id``; ``[]`` when it is ready.
 
     Reads only the system catalogs, so it runs on plain PostgreSQL before a Citus cluster exists.
     """
-    rows = await conn.execute(text(_PROBLEMS), {"schema": schema, "reference_tables": list(REFERENCE_TABLES)})
+    rows = await conn.fetch(text(_PROBLEMS), {"schema": schema, "reference_tables": list(REFERENCE_TABLES)})
     return [Problem(row.relation, row.rule, row.detail) for row in rows]

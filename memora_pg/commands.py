@@ -13,7 +13,7 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from memora_pg import embedded
+from memora_pg import driver, embedded
 from memora_pg.config import Settings
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -115,7 +115,7 @@ def cmd_db(args: argparse.Namespace) -> int:
                 if not args.revision or args.revision == "head":
                     raise SystemExit("memora-pg db downgrade needs a target revision, e.g. 'base' or '0002'")
                 await migrations.downgrade(engine, options, args.revision)
-            async with engine.connect() as conn:
+            async with driver.checkout(engine, settings.db_schema) as conn:
                 current = await migrations.current_revision(conn, settings.db_schema)
             head = migrations.head_revision()
             _print(

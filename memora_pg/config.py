@@ -98,13 +98,6 @@ class Settings(BaseSettings):
     statement_cache_size: int = Field(
         default=100, ge=0, description="asyncpg prepared-statement cache; 0 behind pgbouncer in transaction mode."
     )
-    direct_statements: bool = Field(
-        default=True,
-        description="Run a call that is one statement (searches, gets, listings, saves) on the pooled "
-        "connection's asyncpg connection with asyncpg's prepared statements, not through SQLAlchemy's execution "
-        "(memora_pg.driver): 0.5-1.3 ms less per call. SQLAlchemy's before_cursor_execute event (and tracing built "
-        "on it) does not see those statements; off, every statement goes through SQLAlchemy.",
-    )
     statement_timeout_ms: int | None = Field(
         default=None, ge=0, description="Sent as a startup parameter (pgbouncer refuses it: set it on the role)."
     )
@@ -241,7 +234,6 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "pool_pre_ping",
         "pool_pre_ping_idle",
         "statement_cache_size",
-        "direct_statements",
     ),
     "Indexes and text search": (
         "hnsw_m",

@@ -17,16 +17,14 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 from pydantic import SecretStr
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import text
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import driver, vector_params
+from memora_pg import driver
 from memora_pg.config import Settings
 from memora_pg.engine import asyncpg_url, create_engine, create_engine_from_settings, scoped
 from memora_pg.errors import (
@@ -39,7 +37,7 @@ from memora_pg.errors import (
     sent,
     sqlstate_of,
 )
-from memora_pg.statements import ON_CITUS, Statement, run, sql
+from memora_pg.statements import Statement
 
 T = TypeVar("T")
 
@@ -57,17 +55,20 @@ _FIRST_USE: ContextVar[bool] = ContextVar("memora_pg_first_use", default=False)
 
 
 @asynccontextmanager
-async def unit_of_work(engine: AsyncEngine, *, read_only: bool = False) -> AsyncIterator[AsyncConnection]:
+async def unit_of_work(
+    engine: AsyncEngine, schema: str, *, read_only: bool = False, snapshot: bool = False
+) -> AsyncIterator[driver.Connection]:
     """One transaction: committed at the end of the block, rolled back if it raises.
 
     A connection lost before the commit is ``ConnectionLostError`` (the server rolled the transaction
     back: nothing was written); lost during the commit of a transaction that wrote, it is
-    ``CommitOutcomeUnknownError``.
+    ``CommitOutcomeUnknownError``. A ``snapshot`` is read-only and sees one state throughout
+    (``driver.transaction``).
     """
     committing = False
     try:
         with deployment_errors(engine):
-            async with engine.begin() as conn:
+            async with driver.transaction(engine, schema, snapshot=snapshot) as conn:
                 yield conn
                 committing = True
     except ConnectionLostError as error:
@@ -112,20 +113,6 @@ def _pool_status(engine: AsyncEngine) -> str:
         return pool.status()
     except NotImplementedError:  # pragma: no cover - every pool that can time out reports its status
         return type(pool).__name__
-
-
-async def with_vector_codec(conn: AsyncConnection) -> None:
-    """pgvector's binary codec on the connection (see memora_pg.vector_params), registered once.
-
-    The mark lives in the pooled connection's ``info``, which SQLAlchemy clears when it replaces
-    the connection, so a new connection registers again. Before pgvector is installed (a
-    database not yet migrated) nothing is marked, and the next transaction tries again.
-    """
-    if conn.info.get(driver.VECTOR_CODEC):
-        return
-    asyncpg_connection = (await conn.get_raw_connection()).driver_connection
-    if asyncpg_connection is not None and await vector_params.register(asyncpg_connection):
-        conn.info[driver.VECTOR_CODEC] = True
 
 
 class Database:
@@ -222,7 +209,7 @@ class Database:
     @asynccontextmanager
     async def transaction(
         self, *, read_only: bool = False, org_id: str | None = None
-    ) -> AsyncIterator[AsyncConnection]:
+    ) -> AsyncIterator[driver.Connection]:
         """One transaction on a pooled connection; driver errors come out as the package's errors.
 
         ``read_only=True`` marks a transaction that only reads: it runs on the replica when one
@@ -234,23 +221,22 @@ class Database:
         """
         await self._first_use()
         engine = await (self.read_engine() if read_only else self.engine())
-        async with unit_of_work(engine, read_only=read_only) as conn:
-            await with_vector_codec(conn)
+        async with unit_of_work(engine, self.schema, read_only=read_only) as conn:
             citus = await self._on_citus(conn)
             if self.settings.row_level_security:
                 if citus:
                     # set_config() stays on the coordinator; a SET LOCAL reaches the workers too.
-                    await conn.execute(PROPAGATE_SET_LOCAL)
-                    await conn.exec_driver_sql(tenant_set_local(org_id or ""))
+                    await conn.script(PROPAGATE_SET_LOCAL)
+                    await conn.script(tenant_set_local(org_id or ""))
                 else:
                     await conn.execute(TENANT, {"org_id": org_id or ""})
             yield conn
 
-    async def _on_citus(self, conn: AsyncConnection) -> bool:
+    async def _on_citus(self, conn: driver.Connection) -> bool:
         """Whether the database is a Citus coordinator (asked once per Database), marked on ``conn``."""
         if self._citus is None:
             self._citus = bool(await conn.scalar(CITUS_PRESENT))
-        conn.info[ON_CITUS] = self._citus
+        conn.on_citus = self._citus
         return self._citus
 
     async def citus(self) -> bool:
@@ -262,14 +248,12 @@ class Database:
 
     async def execute_one(
         self, statement: Statement, *, read_only: bool = False, org_id: str | None = None, writes: bool | None = None
-    ) -> Sequence[Row[Any]]:
+    ) -> Sequence[driver.Row]:
         """Run one statement as its own transaction and return its rows; run again when it lost a race.
 
-        A single statement is as atomic as a transaction, so it runs in autocommit mode and the
-        two round trips of BEGIN and COMMIT are saved; it runs on the pooled connection's asyncpg
-        connection with asyncpg's prepared statements (:mod:`memora_pg.driver`), unless it is one
-        SQLAlchemy must run. Row-level security needs a real transaction (its tenant setting
-        lasts for one), so with it on the statement runs in one.
+        A single statement is as atomic as a transaction, so it runs in autocommit mode and the two
+        round trips of BEGIN and COMMIT are saved. Row-level security needs a real transaction (its
+        tenant setting lasts for one), and so does a statement sent step by step on Citus.
 
         ``writes`` says whether the statement writes (by default, unless ``read_only``): a write whose
         connection fails once it was sent is ``CommitOutcomeUnknownError``, a read's is ``ConnectionLostError``.
@@ -278,30 +262,22 @@ class Database:
         writes = not read_only if writes is None else writes
         await self._first_use()
         if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
-            return await self.retrying(lambda conn: run(conn, statement), read_only=read_only, org_id=org_id)
+            return await self.retrying(lambda conn: conn.run(statement), read_only=read_only, org_id=org_id)
 
         # A write whose connection fails once it is sent may have committed (autocommit): see errors.sent.
         ids = {name: statement.params[name] for name in _CREATED_IDS if statement.params.get(name)}
 
-        async def attempt() -> Sequence[Row[Any]]:
+        async def attempt() -> Sequence[driver.Row]:
             engine = await (self.read_engine() if read_only else self.engine())
             with deployment_errors(engine):
-                direct = (
-                    driver.prepared(statement, self.schema, engine.dialect) if self.settings.direct_statements else None
-                )
-                if direct is not None and direct.usable:
-                    return await driver.fetch(engine, direct, statement.params, sending=sent(writes=writes, ids=ids))
-                async with engine.connect() as conn:
-                    await with_vector_codec(conn)
-                    await conn.execution_options(isolation_level="AUTOCOMMIT")
+                async with driver.checkout(engine, self.schema) as conn:
                     with sent(writes=writes, ids=ids):
-                        # A statement's first run here tells the driver path its columns' types.
-                        return await run(conn, statement, described=direct.check_columns if direct else None)
+                        return await conn.fetch(statement.sql, statement.params)
 
         return await _again_after_lost_races(attempt)
 
     async def retrying(
-        self, work: Callable[[AsyncConnection], Awaitable[T]], *, read_only: bool = False, org_id: str | None = None
+        self, work: Callable[[driver.Connection], Awaitable[T]], *, read_only: bool = False, org_id: str | None = None
     ) -> T:
         """``work`` in one transaction, run again (in a new transaction) when it lost a race.
 
@@ -403,7 +379,7 @@ class Database:
             return
         if self._text_search is None:
             async with self.transaction() as conn:
-                self._text_search = str(await conn.scalar(sql(conn, "SELECT CAST({schema}.search_config() AS text)")))
+                self._text_search = str(await conn.scalar("SELECT CAST({schema}.search_config() AS text)"))
         if self._text_search != wanted:
             raise ConfigurationError(
                 f"MEMORA_PG_TEXT_SEARCH_CONFIG is {wanted!r} but the database's full-text vectors are written with "
@@ -452,14 +428,14 @@ async def _again_after_lost_races(attempt: Callable[[], Awaitable[T]]) -> T:
 # The parameters of a write statement that name what it creates, given to CommitOutcomeUnknownError.ids.
 _CREATED_IDS = ("interaction_id", "memory_ids")
 
-TENANT = text("SELECT set_config('memora.org_id', :org_id, true)")
+TENANT = "SELECT set_config('memora.org_id', :org_id, true)"
 
 # Whether the database has Citus (a coordinator): some writes then run statement by statement.
-CITUS_PRESENT = text("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")
+CITUS_PRESENT = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
 # On Citus, the tenant is a SET LOCAL, which the coordinator sends to every worker the transaction
 # uses once this is set (``memora-pg db distribute`` also sets it for the database).
-PROPAGATE_SET_LOCAL = text("SET LOCAL citus.propagate_set_commands = 'local'")
+PROPAGATE_SET_LOCAL = "SET LOCAL citus.propagate_set_commands = 'local'"
 
 
 def quote_literal(value: str) -> str:

@@ -1,29 +1,33 @@
-"""One statement on the pooled connection's asyncpg connection, prepared once.
+"""The one way memora_pg runs a statement: SQLAlchemy compiles it, asyncpg runs it.
 
-``Database.execute_one`` runs a call that is one statement (a search, a resolved fetch, a
-listing, a save) outside a transaction block. Through SQLAlchemy such a call pays, every time,
-for a ``Connection`` and its isolation-level switch, the statement's cache key, its parameters'
-and rows' processing and a ``Row`` per row: more than the server spends on a user's search.
-Here the statement is compiled by SQLAlchemy once per statement object and schema, and each
-call checks a connection out of the same pool, runs the compiled SQL with asyncpg's own
-prepared-statement cache, and checks it back in. What stays SQLAlchemy's: the pool and its
-checkout listeners (the ping), the dialect's compilation and bind processors. What stays the
-package's: error translation (``errors.database_errors``) and, as with SQLAlchemy, a
-connection that failed mid-statement is invalidated rather than returned.
+Every statement of the data layer (the faces, the graph, the operations) runs through a
+:class:`Connection`: a connection checked out of the engine's pool, either in a transaction
+(:func:`transaction`) or in autocommit for a call that is one statement (:func:`checkout`). It has
+one way to send a statement (compiled, bound, announced to the listeners), read in the shapes callers
+need (``fetch``, ``first``, ``one``, ``scalar``, ``scalars``, ``execute`` for the row count, ``stream``),
+one row type (:class:`Row`), and one error family (``errors.database_errors`` around it).
 
-A statement this cannot run exactly as SQLAlchemy would (expanding ``IN`` parameters, result
-columns SQLAlchemy converts, a Core statement object not seen before) is run by SQLAlchemy:
-:func:`prepared` returns None for it.
+What stays SQLAlchemy's: the pool with its checkout listeners (the ping), the dialect's compilation of
+Core statements and its bind processors, and alembic's migrations. What is asyncpg's: the statement's
+execution, its prepared-statement cache, and the rows, used as asyncpg decodes them. Going through
+SQLAlchemy's execution instead costs, on every call, a ``Connection``, the statement's cache key, its
+parameters' and rows' processing and a ``Row`` per row: 0.5-1.3 ms, more than the server spends on a
+user's search.
 
-SQLAlchemy offers no public way to the compiled parts this reuses: the five private attributes it reads
-are listed, with why, in :mod:`memora_pg.private_api`, and a test checks each on the installed version.
+A statement is compiled once per shape (SQL constant, or SQLAlchemy's cache key) and schema. The first run of a
+Core statement with typed result columns checks, from the types PostgreSQL describes, that SQLAlchemy
+would return every column as asyncpg does; a column SQLAlchemy would convert is a programming error
+(cast it in SQL), never a silently different value.
+
+SQLAlchemy offers no public way to the compiled parts this reuses: the private attributes it reads are
+listed, with why, in :mod:`memora_pg.private_api`, and a test checks each on the installed version.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -35,16 +39,15 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from memora_pg import vector_params
-from memora_pg.errors import CommitOutcomeUnknownError, ConnectionLostError, MemoraPGError
+from memora_pg.errors import CommitOutcomeUnknownError, ConfigurationError, ConnectionLostError, MemoraPGError
 from memora_pg.statements import Statement, in_schema
 
-# The mark, in a pooled connection's ``info``, that pgvector's codec is registered on it (here, or
-# by ``db.with_vector_codec`` for a connection SQLAlchemy handed out).
+# The mark, in a pooled connection's ``info``, that pgvector's codec is registered on it.
 VECTOR_CODEC = "memora_pg_vector_codec"
 
 
 class Row(asyncpg.Record):  # type: ignore[misc]
-    """A row as the data layer reads SQLAlchemy's: by attribute, by position, ``_asdict()``, ``_mapping``."""
+    """A row: by attribute, by position, by name, ``_asdict()``, ``_mapping``."""
 
     __slots__ = ()
 
@@ -66,122 +69,325 @@ class Row(asyncpg.Record):  # type: ignore[misc]
         return tuple(self.keys())
 
 
-class Prepared:
-    """A statement compiled for asyncpg: its SQL and how a call's parameters become its arguments.
+# A statement as the data layer writes it: a named SQL constant (``{schema}`` filled in here) or a
+# SQLAlchemy statement (a Core statement, or ``text()``).
+Sql = str | Executable
 
-    ``compiled`` is kept when the statement holds values of its own: they come from SQLAlchemy's
-    ``construct_params``. A statement with typed result columns runs here once its first run has
-    shown that SQLAlchemy returns them unconverted (:meth:`check_columns`).
+
+class Prepared:
+    """A statement compiled for asyncpg in one schema: its SQL and how a call's parameters become its
+    arguments.
+
+    ``compiled`` is kept when the statement holds values of its own (they come from SQLAlchemy's
+    ``construct_params``) or expands a list into one parameter per item (its SQL then depends on the
+    call's values: SQLAlchemy's ``construct_expanded_state``).
     """
 
-    __slots__ = ("compiled", "dialect", "names", "processors", "result_types", "sql", "usable")
+    __slots__ = (
+        "checked",
+        "compiled",
+        "dialect",
+        "expanding",
+        "names",
+        "preparer",
+        "processors",
+        "result_types",
+        "schema",
+        "sql",
+    )
 
     def __init__(self, compiled: SQLCompiler, schema: str) -> None:
         self.dialect: Dialect = compiled.dialect
-        translate: dict[str | None, str | None] = {None: schema}
-        self.sql: str = compiled.preparer._render_schema_translates(compiled.string, translate)
+        self.preparer = compiled.preparer
+        self.schema = schema
+        self.sql: str = self._in_schema(compiled.string)
         self.names: tuple[str, ...] = tuple(compiled.positiontup or ())
-        # Each a callable: _compile left out the statements with a tuple's processors.
-        processors: Mapping[str, Any] = compiled._bind_processors or {}
-        self.processors: tuple[Callable[[Any], Any] | None, ...] = tuple(processors.get(n) for n in self.names)
-        self.result_types = tuple(column[3] for column in compiled._result_columns)
+        self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
+        processors: Mapping[str, Any] = compiled._bind_processors or {}  # private: memora_pg.private_api
+        # A tuple's processors (one per element) are SQLAlchemy's to apply, as it expands the tuples.
+        self.processors: tuple[Callable[[Any], Any] | None, ...] = (
+            () if self.expanding else tuple(processors.get(n) for n in self.names)
+        )
+        self.result_types = tuple(column[3] for column in compiled._result_columns)  # private: as above
         own_values = any(b.value is not None or b.callable is not None for b in compiled.binds.values())
-        self.compiled: SQLCompiler | None = compiled if own_values else None
-        # Whether this path runs it; None until its first run (through SQLAlchemy) has shown the
-        # types of its columns.
-        self.usable: bool | None = None if self.result_types else True
+        self.compiled: SQLCompiler | None = compiled if own_values or self.expanding else None
+        # Whether the result columns are known to come back as asyncpg gives them (see check_columns).
+        self.checked = not self.result_types
 
-    def arguments(self, params: Mapping[str, Any]) -> list[Any]:
-        """The positional arguments of the SQL: the call's values (or the statement's own), processed."""
+    def _in_schema(self, sql: str) -> str:
+        translate: dict[str | None, str | None] = {None: self.schema}
+        rendered: str = self.preparer._render_schema_translates(sql, translate)  # private: memora_pg.private_api
+        return rendered
+
+    def bind(self, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        """The SQL and its positional arguments for a call's values (or the statement's own, by the key
+        of their bind), processed."""
+        if self.expanding:
+            assert self.compiled is not None
+            state = self.compiled.construct_expanded_state(params)
+            names = state.positiontup or ()
+            found = [state.parameters[name] for name in names]
+            return self._in_schema(state.statement), [
+                _processed(state.processors.get(name), value) for name, value in zip(names, found, strict=True)
+            ]
         values = self.compiled.construct_params(params) if self.compiled is not None else params
-        found = []
-        for name, process in zip(self.names, self.processors, strict=True):
-            value = values[name]
-            found.append(process(value) if process is not None and value is not None else value)
-        return found
+        return self.sql, [
+            _processed(process, values[name]) for name, process in zip(self.names, self.processors, strict=True)
+        ]
 
-    def check_columns(self, description: Sequence[Any]) -> None:
-        """Decide, from the DB-API description of the statement's rows (a PostgreSQL type OID per
-        column) on its first run through SQLAlchemy, whether SQLAlchemy returns every column as
-        asyncpg gives it (no result processor): then later calls run here."""
-        if self.usable is None:
-            self.usable = len(description) == len(self.result_types) and all(
-                _unconverted(column_type, column[1], self.dialect)
-                for column_type, column in zip(self.result_types, description, strict=True)
+    def check_columns(self, oids: Sequence[int]) -> None:
+        """Refuse a statement one of whose columns (PostgreSQL type ``oids``, as the server describes
+        them) SQLAlchemy would convert: the data layer uses rows as asyncpg gives them."""
+        converted = [
+            str(column_type)
+            for column_type, oid in zip(self.result_types, oids, strict=False)
+            if not _unconverted(column_type, oid, self.dialect)
+        ]
+        if len(oids) != len(self.result_types) or converted:
+            raise TypeError(
+                f"a column of this statement is one SQLAlchemy would convert ({', '.join(converted) or 'count'}): "
+                f"cast it in SQL to what the caller needs: {self.sql[:120]!r}"
             )
+        self.checked = True
+
+
+def _processed(process: Callable[[Any], Any] | None, value: Any) -> Any:
+    return process(value) if process is not None and value is not None else value
 
 
 def _unconverted(column_type: Any, oid: int, dialect: Dialect) -> bool:
     try:
+        # private: memora_pg.private_api
         return column_type._cached_result_processor(dialect, oid) is None
     except (TypeError, KeyError, ValueError):
         return False
 
 
-class _Compiled:
-    """One dialect's compiled statements: raw SQL constants by (template, schema); Core statements
-    by identity (the builders cache theirs, so a usual call finds its statement here), compiled
-    on their second call, as one built anew for every call is better left to SQLAlchemy, whose
-    cache recognises it by its shape."""
+# What a call binds besides its own parameters: the values a statement object holds, by the key of
+# the bind they stand for in the statement it was compiled from (none when it is that statement).
+OwnValues = dict[str, Any]
 
-    MAX_TEMPLATES = 1024
+
+class _Compiled:
+    """One dialect's compiled statements: SQL constants by (template, schema); SQLAlchemy statements by
+    identity and schema (the builders keep theirs, so a usual call finds its statement here), and
+    else by their shape (SQLAlchemy's cache key), so that a statement built anew for every call with
+    other values is compiled once too."""
+
+    MAX_ENTRIES = 1024
 
     def __init__(self) -> None:
-        self.templates: dict[tuple[str, str], Prepared | None] = {}
-        self.objects: weakref.WeakKeyDictionary[Any, dict[str, Prepared | None]] = weakref.WeakKeyDictionary()
-        self.sighted: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+        self.templates: dict[tuple[str, str], Prepared] = {}
+        self.objects: weakref.WeakKeyDictionary[Any, dict[str, tuple[Prepared, OwnValues]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.shapes: dict[tuple[Any, str], tuple[Prepared, Sequence[Any]]] = {}
 
 
 _BY_DIALECT: weakref.WeakKeyDictionary[Dialect, _Compiled] = weakref.WeakKeyDictionary()
 
 
-def prepared(statement: Statement, schema: str, dialect: Dialect) -> Prepared | None:
-    """``statement`` compiled by ``dialect`` (the engine's) for asyncpg in ``schema``; None when
-    SQLAlchemy must run it (or the engine's driver is not asyncpg)."""
-    if dialect.driver != "asyncpg":
-        return None
+def prepared(statement: Sql, schema: str, dialect: Dialect) -> tuple[Prepared, OwnValues]:
+    """``statement`` compiled by ``dialect`` (an asyncpg engine's) for ``schema``, once per statement of
+    its shape, with the values it holds that the compiled statement does not."""
     cache = _BY_DIALECT.get(dialect)
     if cache is None:
         cache = _BY_DIALECT[dialect] = _Compiled()
-    if isinstance(statement.sql, str):
-        key = (statement.sql, schema)
-        if key not in cache.templates:
-            if len(cache.templates) >= cache.MAX_TEMPLATES:
+    if isinstance(statement, str):
+        key = (statement, schema)
+        found = cache.templates.get(key)
+        if found is None:
+            if len(cache.templates) >= cache.MAX_ENTRIES:
                 cache.templates.clear()
-            cache.templates[key] = _compile(in_schema(statement.sql, schema), schema, dialect)
-        found = cache.templates[key]
-    else:
-        by_schema = cache.objects.get(statement.sql)
-        if by_schema is None:
-            if not cache.sighted.get(statement.sql):
-                cache.sighted[statement.sql] = True
-                return None
-            by_schema = cache.objects[statement.sql] = {}
-        if schema not in by_schema:
-            by_schema[schema] = _compile(statement.sql, schema, dialect)
-        found = by_schema[schema]
-    return None if found is None or found.usable is False else found
+            found = cache.templates[key] = _compile(in_schema(statement, schema), schema, dialect)
+        return found, {}
+    by_schema = cache.objects.get(statement)
+    if by_schema is None:
+        by_schema = cache.objects[statement] = {}
+    entry = by_schema.get(schema)
+    if entry is None:
+        entry = by_schema[schema] = _by_shape(cache, statement, schema, dialect)
+    return entry
 
 
-def _compile(executable: Executable, schema: str, dialect: Dialect) -> Prepared | None:
+def _by_shape(cache: _Compiled, statement: Executable, schema: str, dialect: Dialect) -> tuple[Prepared, OwnValues]:
+    shape = statement._generate_cache_key()  # type: ignore[attr-defined]  # private: memora_pg.private_api
+    if shape is None:  # a statement SQLAlchemy cannot cache either: compiled for itself
+        return _compile(statement, schema, dialect), {}
+    found = cache.shapes.get((shape.key, schema))
+    if found is None:
+        if len(cache.shapes) >= cache.MAX_ENTRIES:
+            cache.shapes.clear()
+        cache.shapes[(shape.key, schema)] = (_compile(statement, schema, dialect), shape.bindparams)
+        return cache.shapes[(shape.key, schema)][0], {}
+    compiled, compiled_binds = found
+    # The binds of two statements of one shape line up in order (as SQLAlchemy's cache relies on).
+    return compiled, {
+        bind.key: value.effective_value for bind, value in zip(compiled_binds, shape.bindparams, strict=True)
+    }
+
+
+def _compile(executable: Executable, schema: str, dialect: Dialect) -> Prepared:
+    _asyncpg_only(dialect)
     compiled = executable.compile(dialect=dialect, schema_translate_map={None: schema})  # type: ignore[attr-defined]
-    if not isinstance(compiled, SQLCompiler) or not compiled.positional:
-        return None
-    if compiled.literal_execute_params or compiled.post_compile_params:
-        return None  # expanding IN lists: the SQL depends on the values
-    if any(not callable(process) for process in (compiled._bind_processors or {}).values()):
-        return None  # a tuple's processors, one per element
+    if not isinstance(compiled, SQLCompiler):
+        raise TypeError(f"not a statement with parameters ({type(executable).__name__}): send DDL with script()")
     return Prepared(compiled, schema)
 
 
-# Who is told of each statement sent here, by pool (an engine and its schema-mapped copies share one).
+def _asyncpg_only(dialect: Dialect) -> None:
+    if dialect.driver != "asyncpg":
+        raise ConfigurationError(
+            f"memora_pg runs its statements on asyncpg; this engine's driver is {dialect.driver}: "
+            "make the engine with a postgresql+asyncpg:// URL"
+        )
+
+
+def row_count(status: str) -> int:
+    """The rows a command touched, from its command tag (``INSERT 0 5``, ``DELETE 3``; 0 for ``SET``)."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+class Connection:
+    """A connection of an engine's pool, checked out for one block (``async with``): every statement
+    memora_pg sends goes through one of these methods. ``on_citus`` says whether it talks to a Citus
+    coordinator (set by ``Database``); ``raw`` is the asyncpg connection, for what only asyncpg does
+    (COPY, cursors).
+
+    At the end of the block the connection goes back to the pool, also when the server refused a
+    statement; one that failed, or whose statement was interrupted, is never handed out again.
+    """
+
+    __slots__ = ("_engine", "_pooled", "discarded", "on_citus", "raw", "schema")
+
+    def __init__(self, engine: AsyncEngine, schema: str) -> None:
+        self._engine = engine
+        self._pooled: Any = None
+        self.raw: Any = None
+        self.schema = schema
+        self.on_citus = False
+        self.discarded = False
+
+    async def __aenter__(self) -> Connection:
+        _asyncpg_only(self._engine.dialect)
+        pooled = self._pooled = await self._engine.raw_connection()
+        self.raw = pooled.driver_connection  # a checked-out connection always has one
+        try:
+            if not pooled.info.get(VECTOR_CODEC) and await vector_params.register(self.raw):
+                pooled.info[VECTOR_CODEC] = True
+        except BaseException:
+            await greenlet_spawn(pooled.invalidate)
+            raise
+        return self
+
+    async def __aexit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        reusable = not self.discarded and (
+            error is None or (_refused(error) and not self.raw.is_closed() and not self.raw.is_in_transaction())
+        )
+        # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
+        await greenlet_spawn(self._pooled.close if reusable else self._pooled.invalidate)
+
+    def discard(self) -> None:
+        """Close this connection at the end of the block instead of pooling it (it holds a session's
+        lock or setting that must not outlive the work)."""
+        self.discarded = True
+
+    async def _sent(self, statement: Sql, params: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+        query, own = prepared(statement, self.schema, self._engine.dialect)
+        sql, arguments = query.bind({**own, **params} if own and params else own or params or {})
+        if not query.checked:
+            described = await self.raw.prepare(sql)
+            query.check_columns([attribute.type.oid for attribute in described.get_attributes()])
+        _announce(self._engine, sql, arguments)
+        return sql, arguments
+
+    async def fetch(self, statement: Sql, params: Mapping[str, Any] | None = None) -> list[Row]:
+        """Every row of ``statement``."""
+        sql, arguments = await self._sent(statement, params)
+        rows: list[Row] = await self.raw.fetch(sql, *arguments, record_class=Row)
+        return rows
+
+    async def first(self, statement: Sql, params: Mapping[str, Any] | None = None) -> Row | None:
+        """The first row of ``statement``, or None when it has none."""
+        sql, arguments = await self._sent(statement, params)
+        row: Row | None = await self.raw.fetchrow(sql, *arguments, record_class=Row)
+        return row
+
+    async def one(self, statement: Sql, params: Mapping[str, Any] | None = None) -> Row:
+        """The row of a statement that always returns one (an aggregate, an ``INSERT ... RETURNING``)."""
+        row = await self.first(statement, params)
+        if row is None:
+            raise AssertionError(f"the statement returned no row: {str(statement)[:120]!r}")
+        return row
+
+    async def scalar(self, statement: Sql, params: Mapping[str, Any] | None = None) -> Any:
+        """The first column of the first row, or None when there is no row."""
+        sql, arguments = await self._sent(statement, params)
+        return await self.raw.fetchval(sql, *arguments)
+
+    async def scalars(self, statement: Sql, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """The first column of every row."""
+        return [row[0] for row in await self.fetch(statement, params)]
+
+    async def execute(self, statement: Sql, params: Mapping[str, Any] | None = None) -> int:
+        """Run ``statement`` for its effect; the number of rows it touched."""
+        sql, arguments = await self._sent(statement, params)
+        status: str = await self.raw.execute(sql, *arguments) if arguments else await self.raw.execute(sql)
+        return row_count(status)
+
+    async def run(self, statement: Statement) -> list[Row]:
+        """The rows of ``statement``; on Citus, of its ``steps`` when it has them."""
+        if statement.steps is not None and self.on_citus:
+            return list(await statement.steps(self))
+        return await self.fetch(statement.sql, statement.params)
+
+    async def script(self, sql: str) -> None:
+        """Send ``sql`` exactly as written, without parameters (a ``SET``, DDL read from the catalog)."""
+        _announce(self._engine, sql, ())
+        await self.raw.execute(sql)
+
+    async def stream(
+        self, statement: Sql, params: Mapping[str, Any] | None = None, *, batch: int = 1000
+    ) -> AsyncIterator[Row]:
+        """The rows of ``statement``, ``batch`` at a time through a cursor (inside a transaction)."""
+        sql, arguments = await self._sent(statement, params)
+        async for row in self.raw.cursor(sql, *arguments, prefetch=batch, record_class=Row):
+            yield row
+
+
+def checkout(engine: AsyncEngine, schema: str) -> Connection:
+    """A connection of ``engine``'s pool for an ``async with`` block, outside a transaction block (each
+    statement commits as it runs)."""
+    return Connection(engine, schema)
+
+
+@asynccontextmanager
+async def transaction(engine: AsyncEngine, schema: str, *, snapshot: bool = False) -> AsyncIterator[Connection]:
+    """A connection of ``engine``'s pool in a transaction: committed when the block ends, rolled back
+    when it raises. A ``snapshot`` is read-only and sees one state of the database throughout
+    (REPEATABLE READ), for a report or an export that must add up while agents write."""
+    isolation = "repeatable_read" if snapshot else None
+    async with checkout(engine, schema) as conn, conn.raw.transaction(isolation=isolation, readonly=snapshot):
+        yield conn
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether the server answered a statement with an error, or memora_pg's own code raised between
+    statements (the connection is fine), rather than the connection failing or a call being interrupted."""
+    if isinstance(error, MemoraPGError):
+        return not isinstance(error, ConnectionLostError | CommitOutcomeUnknownError)
+    return isinstance(error, asyncpg.PostgresError) and not isinstance(error, asyncpg.PostgresConnectionError)
+
+
+# Who is told of each statement sent, by pool (an engine and its schema-mapped copies share one).
 _LISTENERS: weakref.WeakKeyDictionary[Any, list[Callable[[str, Sequence[Any]], None]]] = weakref.WeakKeyDictionary()
 
 
 def listen(engine: AsyncEngine, callback: Callable[[str, Sequence[Any]], None]) -> None:
-    """Call ``callback(sql, arguments)`` before each statement sent on ``engine``'s pool, on either path:
-    this module's (statements run here) and SQLAlchemy's (its ``before_cursor_execute`` event, which does
-    not see this module's statements). The one way to watch what memora_pg sends."""
+    """Call ``callback(sql, arguments)`` before each statement sent on ``engine``'s pool: the data
+    layer's (sent here) and the migrations' (alembic's, through SQLAlchemy's ``before_cursor_execute``).
+    The one way to watch what memora_pg sends."""
     _LISTENERS.setdefault(engine.sync_engine.pool, []).append(callback)
 
     def relay(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
@@ -194,43 +400,6 @@ def _announce(engine: AsyncEngine, sql: str, arguments: Sequence[Any]) -> None:
     sync_engine = engine.sync_engine
     for callback in _LISTENERS.get(sync_engine.pool, ()):
         callback(sql, arguments)
-    if sync_engine._should_log_info():  # the engine's echo: its statements are logged as SQLAlchemy logs its own
+    if sync_engine._should_log_info():  # the engine's echo (private: memora_pg.private_api)
         sync_engine.logger.info("%s", sql)
         sync_engine.logger.info("[memora_pg.driver] %r", tuple(arguments))
-
-
-async def fetch(
-    engine: AsyncEngine, query: Prepared, params: Mapping[str, Any], *, sending: AbstractContextManager[Any]
-) -> Sequence[Row]:
-    """Run ``query`` with ``params`` on a connection of ``engine``'s pool, outside a transaction block.
-
-    ``sending`` wraps the statement once it is sent (``errors.sent``): a connection that fails then may
-    have committed it, unlike one that fails to connect.
-    """
-    arguments = query.arguments(params)
-    _announce(engine, query.sql, arguments)
-    pooled = await engine.raw_connection()
-    try:
-        connection: Any = pooled.driver_connection  # a checked-out connection always has one
-        if not pooled.info.get(VECTOR_CODEC) and await vector_params.register(connection):
-            pooled.info[VECTOR_CODEC] = True
-        with sending:
-            rows: list[Row] = await connection.fetch(query.sql, *arguments, record_class=Row)
-    except BaseException as error:
-        if _refused(error):
-            # The server refused the statement; the connection is as good as before.
-            await greenlet_spawn(pooled.close)
-        else:
-            # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
-            await greenlet_spawn(pooled.invalidate)
-        raise
-    await greenlet_spawn(pooled.close)
-    return rows
-
-
-def _refused(error: BaseException) -> bool:
-    """Whether the server answered the statement with an error (the connection is fine), rather than the
-    connection failing or the call being interrupted."""
-    if isinstance(error, MemoraPGError):
-        return not isinstance(error, ConnectionLostError | CommitOutcomeUnknownError)
-    return isinstance(error, asyncpg.PostgresError) and not isinstance(error, asyncpg.PostgresConnectionError)

@@ -17,10 +17,10 @@ from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import Connection, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from alembic import command
-from memora_pg import config
+from memora_pg import config, driver
 from memora_pg import schema as tables
 from memora_pg.config import Settings
 from memora_pg.statements import in_schema
@@ -125,7 +125,7 @@ def _run_command(connection: Connection, options: MigrationOptions, name: str, r
     getattr(command, name)(config, revision)
 
 
-async def current_revision(conn: AsyncConnection, schema: str) -> str | None:
+async def current_revision(conn: driver.Connection, schema: str) -> str | None:
     """The alembic revision the database is at, or None for a database without the schema."""
     exists = await conn.scalar(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": f'"{schema}".alembic_version'})
     if not exists:

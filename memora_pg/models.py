@@ -108,6 +108,11 @@ def as_utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+def from_row(model: type[M], row: Any) -> M | None:
+    """``model`` validated from a row's columns by name; None for no row."""
+    return None if row is None else model.model_validate(dict(row.items()))
+
+
 def trusted(model: type[M], values: dict[str, Any]) -> M:
     """``model`` holding ``values``: every field, each already of its field's type, not validated.
 

@@ -4,9 +4,9 @@ Tenancy is the first key: ``org_id`` leads every primary key, foreign key, uniqu
 constraint and btree index, so that every table can be distributed by ``org_id`` with
 co-located joins, and row-level security per organization stays cheap.
 
-The tables are declared without a schema; every connection maps them into the configured
-schema (default ``memora``) with ``schema_translate_map``. Only Core statements use them:
-no ORM object ever exists, so nothing can load lazily behind a caller's back.
+The tables are declared without a schema; :mod:`memora_pg.driver` compiles each statement into
+the configured schema (default ``memora``) with ``schema_translate_map``. Only Core statements
+use them: no ORM object ever exists, so nothing can load lazily behind a caller's back.
 
 The embedding column is declared without a dimension: the dimension is a deployment
 setting fixed by the first migration (``vector(N)`` in the database).

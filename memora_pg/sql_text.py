@@ -7,7 +7,7 @@ instead of running with a piece missing. What a part brings in is not read again
 ``{schema}`` stays for later.
 
 ``{schema}`` is the one part that may stay open: it is where memora_pg's tables are, known only
-when the statement runs, and :func:`memora_pg.statements.sql` fills it then (quoted) with this
+when the statement runs, and :mod:`memora_pg.driver` fills it then (quoted) with this
 same function. ``{}`` and ``{1,2}`` (a JSON object, an array literal) are not parts.
 """
 

@@ -1,8 +1,8 @@
-"""How the data layer runs its statements: named SQL constants and their parameters.
+"""The data layer's statements: named SQL constants and their parameters.
 
-Core statements find the schema through the connection's ``schema_translate_map``; a raw SQL
-constant writes ``{schema}`` where a table's schema goes, and :func:`sql` fills it in from the
-same map, so both kinds of statement always agree on where the tables are. A
+A raw SQL constant writes ``{schema}`` where a table's schema goes, and Core statements name no
+schema; :mod:`memora_pg.driver` compiles both into the connection's schema (:func:`in_schema`, and
+SQLAlchemy's ``schema_translate_map``), so the two kinds always agree on where the tables are. A
 :class:`Statement` pairs a statement with its parameters, so that a call that is exactly one
 statement can be run by ``Database.execute_one`` without a transaction block around it.
 """
@@ -13,32 +13,23 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam, func, text
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import BindParameter, ColumnElement, TextClause
 from sqlalchemy.sql.visitors import replacement_traverse
 
 from memora_pg.sql_text import quoted, render
 
+if TYPE_CHECKING:
+    from memora_pg.driver import Connection
+
 
 @lru_cache(maxsize=512)
 def in_schema(template: str, schema: str) -> TextClause:
     """A named SQL constant with ``{schema}`` set to ``schema`` (a validated identifier)."""
     return text(render(template, schema=quoted(schema)))
-
-
-def sql(conn: AsyncConnection, template: str) -> TextClause:
-    """A named SQL constant with ``{schema}`` set to the connection's schema (a validated identifier)."""
-    return in_schema(template, schema_of(conn))
-
-
-# The key, in a pooled connection's ``info``, of whether it talks to a Citus coordinator (set by
-# ``Database`` for each transaction it opens).
-ON_CITUS = "memora_pg_on_citus"
 
 
 @dataclass(frozen=True)
@@ -54,40 +45,13 @@ class Statement:
 
     sql: str | Executable
     params: dict[str, Any] = field(default_factory=dict)
-    steps: Callable[[AsyncConnection], Awaitable[Sequence[Any]]] | None = None
-
-
-def on_citus(conn: AsyncConnection) -> bool:
-    """Whether ``conn`` (opened by a ``Database``) talks to a Citus coordinator."""
-    return bool(conn.info.get(ON_CITUS))
-
-
-async def run(
-    conn: AsyncConnection, statement: Statement, *, described: Callable[[Sequence[Any]], Any] | None = None
-) -> Sequence[Row[Any]]:
-    """Run ``statement`` on ``conn`` and return its rows (none for a statement that returns none);
-    on Citus, its ``steps`` when it has them. ``described`` is given the DB-API description of the
-    rows (a name and a type OID per column)."""
-    if statement.steps is not None and on_citus(conn):
-        return await statement.steps(conn)
-    executable = sql(conn, statement.sql) if isinstance(statement.sql, str) else statement.sql
-    result = await conn.execute(executable, statement.params)
-    if not result.returns_rows:
-        return []
-    if described is not None:
-        described(result.cursor.description)
-    return result.all()
+    steps: Callable[[Connection], Awaitable[Sequence[Any]]] | None = None
 
 
 def from_json(value: Any) -> Any:
-    """A json column's value: asyncpg through SQLAlchemy decodes it already, other drivers may not."""
+    """A json column's value: decoded already by the codec SQLAlchemy's dialect sets on each connection,
+    but a ``json`` value built in SQL may come as text."""
     return json.loads(value) if isinstance(value, str | bytes) else value
-
-
-def schema_of(conn: AsyncConnection) -> str:
-    """The schema the connection maps memora_pg's tables into."""
-    schema: str = conn.sync_connection.get_execution_options()["schema_translate_map"][None]  # type: ignore[union-attr]
-    return schema
 
 
 def to_search_text(schema: str, text_value: ColumnElement[Any]) -> ColumnElement[Any]:

@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import tracing
 from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB
 from memora_pg.db import Database
+from memora_pg.driver import Connection, Row
 from memora_pg.embeddings import Embedder
 from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, saves, timeline, users, versions
@@ -31,7 +31,6 @@ from memora_pg.graph.render import to_model
 from memora_pg.graph.versions import Requested
 from memora_pg.ids import new_short_id, parse_memory_id
 from memora_pg.models import Agent, Interaction, MemoriesAndInteraction, Memory, Organization, User
-from memora_pg.statements import run
 from memora_pg.vector import PgVectorDB
 
 T = TypeVar("T")
@@ -161,7 +160,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_ID, org_id)
         foreign = await self._foreign_after_native_check()
 
-        async def work(conn: AsyncConnection) -> dict[str, int]:
+        async def work(conn: Connection) -> dict[str, int]:
             counts = await erase.erase_organization(conn, org_id=org_id)
             if foreign is not None:
                 await foreign.delete_all_organization_memories(org_id)
@@ -271,7 +270,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
 
-        async def work(conn: AsyncConnection) -> dict[str, int]:
+        async def work(conn: Connection) -> dict[str, int]:
             counts = await erase.erase_user(conn, org_id=org_id, user_id=user_id)
             if counts["users"]:
                 await self._audit(conn, org_id=org_id, method="erase_user", ids={"removed": counts})
@@ -329,8 +328,8 @@ class PostgresGraphDB(BaseGraphDB):
                 rows = await self._db.execute_one(statement, org_id=org_id)
             else:
 
-                async def save_with_foreign(conn: AsyncConnection) -> Sequence[Row[Any]]:
-                    rows = await run(conn, statement)
+                async def save_with_foreign(conn: Connection) -> Sequence[Row]:
+                    rows = await conn.run(statement)
                     _owners_exist(saves.saved(rows, write.items))
                     await self._write_foreign(org_id, user_id, agent_id, write)
                     return rows
@@ -344,7 +343,7 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def _save_linear(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         org_id: str,
         user_id: str,
         agent_id: str,
@@ -382,7 +381,7 @@ class PostgresGraphDB(BaseGraphDB):
             "update_interaction_and_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
         )
 
-        async def work(conn: AsyncConnection) -> list[uuid.UUID]:
+        async def work(conn: Connection) -> list[uuid.UUID]:
             locked = await interactions.lock_for_update(
                 conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, agent_id=agent_id
             )
@@ -419,7 +418,7 @@ class PostgresGraphDB(BaseGraphDB):
 
     async def _write_memories(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         org_id: str,
         user_id: str,
         agent_id: str,
@@ -439,7 +438,7 @@ class PostgresGraphDB(BaseGraphDB):
             link=not linear,
             audited=audited,
         )
-        unlinked = saves.written(await run(conn, statement), write.items).unlinked
+        unlinked = saves.written(await conn.run(statement), write.items).unlinked
         if linear:
             unlinked = await versions.link_linear(conn, org_id=org_id, user_id=user_id, contrary=write.items)
         await self._write_foreign(org_id, user_id, agent_id, write)
@@ -503,7 +502,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
         foreign = await self._foreign_after_native_check()
 
-        async def work(conn: AsyncConnection) -> None:
+        async def work(conn: Connection) -> None:
             doomed = await interactions.memory_ids(conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id)
             if doomed is None:
                 raise NotFoundError(check.INTERACTION_MISSING)
@@ -526,7 +525,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
 
-        async def work(conn: AsyncConnection) -> None:
+        async def work(conn: Connection) -> None:
             if await interactions.delete_for_user(conn, org_id=org_id, user_id=user_id):
                 await self._audit(
                     conn, org_id=org_id, method="delete_all_user_interactions_and_their_memories", user_id=user_id
@@ -578,20 +577,20 @@ class PostgresGraphDB(BaseGraphDB):
         # Under row-level security the transaction sees one organization: the first one named.
         org_id = requests[0].org_id if requests else None
         statements = versions.resolving(requests, as_of=at, clock=clock)
-        rows: Sequence[Row[Any]] = []
+        rows: Sequence[Row] = []
         if len(statements) == 1:
             # One statement (one organization, the usual case): autocommit, no BEGIN and COMMIT.
             rows = await self._db.execute_one(statements[0], read_only=True, org_id=org_id)
         elif statements:
             async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-                rows = [row for statement in statements for row in await run(conn, statement)]
+                rows = [row for statement in statements for row in await conn.run(statement)]
         return versions.resolved(rows, len(batch_org_user_mem_ids), merged=len(statements) > 1)
 
     async def get_user_memory(self, org_id: str, user_id: str, memory_id: str) -> Memory:
         """That exact version (no resolution), rendered, with its surviving sources."""
         check.require(check.ORG_USER_MEMORY, org_id, user_id, memory_id)
         parsed = parse_memory_id(memory_id)
-        rows: Sequence[Row[Any]] = []
+        rows: Sequence[Row] = []
         if parsed is not None:
             statement = memories.one(org_id=org_id, user_id=user_id, memory_id=parsed)
             rows = await self._db.execute_one(statement, read_only=True, org_id=org_id)
@@ -648,7 +647,7 @@ class PostgresGraphDB(BaseGraphDB):
             return
         foreign = await self._foreign_after_native_check()
 
-        async def work(conn: AsyncConnection) -> None:
+        async def work(conn: Connection) -> None:
             deleted = await memories.delete_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
             if deleted:
                 await self._audit(
@@ -664,7 +663,7 @@ class PostgresGraphDB(BaseGraphDB):
         check.require(check.ORG_AND_USER, org_id, user_id)
         foreign = await self._foreign_after_native_check()
 
-        async def work(conn: AsyncConnection) -> None:
+        async def work(conn: Connection) -> None:
             if await memories.delete_for_user(conn, org_id=org_id, user_id=user_id):
                 await self._audit(conn, org_id=org_id, method="delete_all_user_memories", user_id=user_id)
             if foreign is not None:
@@ -678,7 +677,7 @@ class PostgresGraphDB(BaseGraphDB):
     async def _audited(
         self,
         org_id: str,
-        write: Callable[[AsyncConnection], Awaitable[T | None]],
+        write: Callable[[Connection], Awaitable[T | None]],
         *,
         method: str,
         missing: str,
@@ -694,19 +693,19 @@ class PostgresGraphDB(BaseGraphDB):
             raise NotFoundError(missing)
         return written
 
-    async def _read(self, org_id: str, read: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    async def _read(self, org_id: str, read: Callable[[Connection], Awaitable[T]]) -> T:
         """What ``read`` returns, in a read-only transaction of the organization."""
         async with self._db.transaction(read_only=True, org_id=org_id) as conn:
             return await read(conn)
 
-    async def _found(self, org_id: str, read: Callable[[AsyncConnection], Awaitable[T | None]], *, missing: str) -> T:
+    async def _found(self, org_id: str, read: Callable[[Connection], Awaitable[T | None]], *, missing: str) -> T:
         """What ``read`` finds, in a read-only transaction; a NotFoundError saying ``missing`` when nothing."""
         found = await self._read(org_id, read)
         if found is None:
             raise NotFoundError(missing)
         return found
 
-    async def _audit(self, conn: AsyncConnection, *, org_id: str, method: str, **fields: Any) -> None:
+    async def _audit(self, conn: Connection, *, org_id: str, method: str, **fields: Any) -> None:
         """The call's audit row, in its transaction (unless auditing is off)."""
         await audit.record(conn, org_id=org_id, audited=self._entry(method, **fields))
 

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, SecretStr, field_serializer
 from sqlalchemy import make_url
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import tracing
 from memora_pg.autogen.arguments import (
@@ -36,6 +36,7 @@ from memora_pg.autogen.protocol import (
 )
 from memora_pg.config import Settings
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.embeddings import (
     Embedder,
     embed_checked,
@@ -312,7 +313,7 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
                 raise NotFoundError(f"User {self.user_id!r} of organization {self.org_id!r} does not exist.") from error
             raise NotFoundError(f"Organization {self.org_id!r} does not exist.") from error
 
-    async def _audit(self, conn: AsyncConnection, *, method: str, **fields: Any) -> None:
+    async def _audit(self, conn: Connection, *, method: str, **fields: Any) -> None:
         """The call's audit row, in its transaction (unless auditing is off)."""
         entry = audit.entry(
             self._db.settings.audit, method, user_id=self._scope.user_id, agent_id=self._scope.agent_id, **fields

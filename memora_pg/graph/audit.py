@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.driver import Connection
 from memora_pg.graph.rows import Rows
 from memora_pg.schema import audit_log
 
@@ -66,7 +66,7 @@ def arm_params(audited: Entry | None) -> dict[str, Any]:
     }
 
 
-async def record(conn: AsyncConnection, *, org_id: str, audited: Entry | None) -> None:
+async def record(conn: Connection, *, org_id: str, audited: Entry | None) -> None:
     """The audit row of a call that is not one statement, in the caller's transaction."""
     if audited is None:
         return

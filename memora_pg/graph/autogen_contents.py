@@ -20,13 +20,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, delete, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import RowMapping
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import vector_params
+from memora_pg.driver import Connection
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.validate import no_nul
 from memora_pg.schema import autogen_contents, organizations
-from memora_pg.statements import schema_of, to_search_text
+from memora_pg.statements import to_search_text
 
 c = autogen_contents.c
 
@@ -170,7 +170,7 @@ def canonical_json(value: object, what: str) -> str:
 # -- writing ---------------------------------------------------------------------------------
 
 
-async def ensure_organization(conn: AsyncConnection, *, org_id: str, org_name: str) -> None:
+async def ensure_organization(conn: Connection, *, org_id: str, org_name: str) -> None:
     """Create the organization unless it exists (for the built-in default organization)."""
     await conn.execute(
         pg_insert(organizations).values(org_id=org_id, org_name=org_name).on_conflict_do_nothing(),
@@ -178,7 +178,7 @@ async def ensure_organization(conn: AsyncConnection, *, org_id: str, org_name: s
 
 
 async def insert_one(
-    conn: AsyncConnection, *, scope: Scope, entry: NewContent, embedding: Sequence[float] | None, text: str | None
+    conn: Connection, *, scope: Scope, entry: NewContent, embedding: Sequence[float] | None, text: str | None
 ) -> uuid.UUID:
     """Write one entry; a missing organization or user is a foreign-key violation (NotFoundError).
 
@@ -197,29 +197,27 @@ async def insert_one(
             mime_type=entry.mime_type,
             metadata=entry.metadata or {},
             embedding=bindparam("embedding", vector_params.one(embedding), type_=vector_params.BinaryVector()),
-            search_text=None if text is None else to_search_text(schema_of(conn), bindparam("searchable", text)),
+            search_text=None if text is None else to_search_text(conn.schema, bindparam("searchable", text)),
             **{column: value for column, value in content.items() if value is not None},
         )
     )
     return content_id
 
 
-async def clear(conn: AsyncConnection, *, scope: Scope) -> int:
+async def clear(conn: Connection, *, scope: Scope) -> int:
     """Delete every entry of the scope; other namespaces and scopes are untouched."""
-    result = await conn.execute(delete(autogen_contents).where(*scope.conditions()))
-    return result.rowcount
+    return await conn.execute(delete(autogen_contents).where(*scope.conditions()))
 
 
-async def clear_namespace(conn: AsyncConnection, *, org_id: str, namespace: str) -> int:
+async def clear_namespace(conn: Connection, *, org_id: str, namespace: str) -> int:
     """Delete every entry of the namespace in the organization, of every user and agent."""
-    result = await conn.execute(delete(autogen_contents).where(c.org_id == org_id, c.namespace == namespace))
-    return result.rowcount
+    return await conn.execute(delete(autogen_contents).where(c.org_id == org_id, c.namespace == namespace))
 
 
 # -- reading ---------------------------------------------------------------------------------
 
 
-async def list_all(conn: AsyncConnection, *, scope: Scope) -> list[StoredContent]:
+async def list_all(conn: Connection, *, scope: Scope) -> list[StoredContent]:
     """Every entry of the scope, searchable or not, oldest first."""
     stmt = select(*_COLUMNS).where(*scope.conditions()).order_by(c.seq)
-    return [stored(row) for row in (await conn.execute(stmt)).mappings()]
+    return [stored(row) for row in await conn.fetch(stmt)]

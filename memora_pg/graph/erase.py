@@ -9,11 +9,10 @@ in the same transaction, just before the delete.
 from __future__ import annotations
 
 from sqlalchemy import delete
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.driver import Connection
 from memora_pg.schema import TENANT_TABLES, organizations, users
 from memora_pg.sql_text import render
-from memora_pg.statements import sql
 
 # What erasing one user removes, table by table.
 USER_FOOTPRINT = """
@@ -50,16 +49,16 @@ ORG_FOOTPRINT = (
 )
 
 
-async def erase_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> dict[str, int]:
+async def erase_user(conn: Connection, *, org_id: str, user_id: str) -> dict[str, int]:
     """Delete the user and everything that names it; the counts of what went, by table."""
     params = {"org_id": org_id, "user_id": user_id}
-    counts = dict((await conn.execute(sql(conn, USER_FOOTPRINT), params)).one()._asdict())
+    counts = dict((await conn.one(USER_FOOTPRINT, params))._asdict())
     await conn.execute(delete(users).where(users.c.org_id == org_id, users.c.user_id == user_id))
     return {key: int(value) for key, value in counts.items()}
 
 
-async def erase_organization(conn: AsyncConnection, *, org_id: str) -> dict[str, int]:
+async def erase_organization(conn: Connection, *, org_id: str) -> dict[str, int]:
     """Delete the organization and everything in it; the counts of what went, by table."""
-    counts = dict((await conn.execute(sql(conn, ORG_FOOTPRINT), {"org_id": org_id})).one()._asdict())
+    counts = dict((await conn.one(ORG_FOOTPRINT, {"org_id": org_id}))._asdict())
     await conn.execute(delete(organizations).where(organizations.c.org_id == org_id))
     return {key: int(value) for key, value in counts.items()}

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import insert, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.driver import Connection
 from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memory_history
 
@@ -63,32 +63,34 @@ class Event:
         return self.event == "DELETE"
 
 
-async def record(conn: AsyncConnection, *, org_id: str, events: Sequence[Event]) -> None:
+async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> None:
     """Write events in the caller's transaction, so they commit with the change they describe."""
     if not events:
         return
+    # One statement of one row per event, in the order given (their seq follows it).
     await conn.execute(
-        insert(memory_history),
-        [
-            {
-                "org_id": org_id,
-                "event_id": uuid.uuid4(),
-                "memory_id": e.memory_id,
-                "user_id": e.user_id,
-                "event": e.event,
-                "old_memory": e.old_memory,
-                "new_memory": e.new_memory,
-                "actor_id": e.actor_id,
-                "role": e.role,
-                "is_deleted": e.is_deleted,
-            }
-            for e in events
-        ],
+        insert(memory_history).values(
+            [
+                {
+                    "org_id": org_id,
+                    "event_id": uuid.uuid4(),
+                    "memory_id": e.memory_id,
+                    "user_id": e.user_id,
+                    "event": e.event,
+                    "old_memory": e.old_memory,
+                    "new_memory": e.new_memory,
+                    "actor_id": e.actor_id,
+                    "role": e.role,
+                    "is_deleted": e.is_deleted,
+                }
+                for e in events
+            ]
+        )
     )
 
 
 async def for_memory(
-    conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID, user_id: str | None = None
+    conn: Connection, *, org_id: str, memory_id: uuid.UUID, user_id: str | None = None
 ) -> list[dict[str, Any]]:
     """The memory's events, oldest first (none unless it is ``user_id``'s, when given)."""
     stmt = (
@@ -98,4 +100,4 @@ async def for_memory(
     )
     if user_id is not None:
         stmt = stmt.where(memory_history.c.user_id == user_id)
-    return [row._asdict() for row in await conn.execute(stmt)]
+    return [row._asdict() for row in await conn.fetch(stmt)]

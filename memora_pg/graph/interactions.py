@@ -9,16 +9,15 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, update
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.driver import Connection, Row
 from memora_pg.graph import memories, rows, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
 from memora_pg.graph.rows import Given, Rows
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
 from memora_pg.sql_text import render
-from memora_pg.statements import Statement, from_json, on_citus, sql
+from memora_pg.statements import Statement, from_json
 
 
 @dataclass(frozen=True)
@@ -91,14 +90,14 @@ SELECT owners.user_exists, owners.agent_exists FROM owners
 
 
 async def create(
-    conn: AsyncConnection, *, org_id: str, user_id: str, agent_id: str, interaction_id: str, at: datetime
+    conn: Connection, *, org_id: str, user_id: str, agent_id: str, interaction_id: str, at: datetime
 ) -> tuple[bool, bool]:
     """Create the interaction; returns (user exists, agent exists), and creates nothing unless both do."""
     params = memories.scope_params(
         org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
     )
-    citus = on_citus(conn)
-    owners = (await conn.execute(sql(conn, OWNERS if citus else CREATE), params)).one()
+    citus = conn.on_citus
+    owners = await conn.one(OWNERS if citus else CREATE, params)
     if citus and owners.user_exists and owners.agent_exists:
         await rows.insert(conn, INTERACTION, params)
     return bool(owners.user_exists), bool(owners.agent_exists)
@@ -125,13 +124,13 @@ SELECT (SELECT json_agg(json_build_array(g.role, g.content) ORDER BY g.msg_posit
 
 
 async def lock_for_update(
-    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, agent_id: str
+    conn: Connection, *, org_id: str, user_id: str, interaction_id: str, agent_id: str
 ) -> tuple[list[Message], bool] | None:
     """Lock the interaction; its stored messages and whether the agent exists, or None when it does not exist."""
     params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id, "agent_id": agent_id}
-    if (await conn.execute(sql(conn, LOCK_FOR_UPDATE), params)).one_or_none() is None:
+    if await conn.first(LOCK_FOR_UPDATE, params) is None:
         return None
-    found = (await conn.execute(sql(conn, STORED_MESSAGES), params)).one()
+    found = await conn.one(STORED_MESSAGES, params)
     stored = [Message(role, content) for role, content in from_json(found.messages) or []]
     return stored, bool(found.agent_exists)
 
@@ -145,13 +144,13 @@ def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
 
 
 async def append_messages(
-    conn: AsyncConnection, *, org_id: str, interaction_id: str, start: int, new: Sequence[Message]
+    conn: Connection, *, org_id: str, interaction_id: str, start: int, new: Sequence[Message]
 ) -> None:
     scope = {"org_id": org_id, "interaction_id": interaction_id}
     await rows.insert(conn, MESSAGES, {**scope, **message_params(new, start)})
 
 
-async def truncate_messages(conn: AsyncConnection, *, org_id: str, interaction_id: str, start: int) -> None:
+async def truncate_messages(conn: Connection, *, org_id: str, interaction_id: str, start: int) -> None:
     """Delete the messages from ``start`` on; the source links into them go by cascade, the memories stay."""
     await conn.execute(
         delete(messages).where(
@@ -162,7 +161,7 @@ async def truncate_messages(conn: AsyncConnection, *, org_id: str, interaction_i
     )
 
 
-async def touch(conn: AsyncConnection, *, org_id: str, interaction_id: str, agent_id: str, at: datetime) -> None:
+async def touch(conn: Connection, *, org_id: str, interaction_id: str, agent_id: str, at: datetime) -> None:
     await conn.execute(
         update(interactions)
         .where(interactions.c.org_id == org_id, interactions.c.interaction_id == interaction_id)
@@ -215,7 +214,7 @@ PAGE = render(
 )
 
 
-def interaction_of(row: Row[Any]) -> Interaction:
+def interaction_of(row: Row) -> Interaction:
     """A row of :data:`ONE` or :data:`PAGE` as the contract's ``Interaction``, constructed without validating
     again what the statement built (as :func:`memora_pg.graph.render.to_model` does)."""
     message_rows = from_json(row.messages) or []
@@ -273,21 +272,19 @@ SELECT memory_id FROM {schema}.memories WHERE org_id = :org_id AND interaction_i
 """
 
 
-async def memory_ids(
-    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str
-) -> list[uuid.UUID] | None:
+async def memory_ids(conn: Connection, *, org_id: str, user_id: str, interaction_id: str) -> list[uuid.UUID] | None:
     """Lock the interaction and list the memories it produced; None when it does not exist.
 
     The set to delete is decided inside the deleting transaction, after the lock is held.
     """
     params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id}
-    if (await conn.execute(sql(conn, LOCK_FOR_DELETE), params)).one_or_none() is None:
+    if await conn.first(LOCK_FOR_DELETE, params) is None:
         return None
-    return list((await conn.execute(sql(conn, PRODUCED_MEMORIES), params)).scalars())
+    return list(await conn.scalars(PRODUCED_MEMORIES, params))
 
 
 async def delete_one(
-    conn: AsyncConnection, *, org_id: str, user_id: str, interaction_id: str, memory_ids: list[uuid.UUID]
+    conn: Connection, *, org_id: str, user_id: str, interaction_id: str, memory_ids: list[uuid.UUID]
 ) -> None:
     """Delete the (locked) interaction, its messages and its memories, repairing their chains."""
     await versions.relink_around(conn, org_id=org_id, memory_ids=memory_ids)
@@ -301,10 +298,9 @@ async def delete_one(
     )
 
 
-async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> int:
+async def delete_for_user(conn: Connection, *, org_id: str, user_id: str) -> int:
     """Delete every interaction of the user with its messages, and every memory of the user; rows deleted."""
     removed = await memories.delete_for_user(conn, org_id=org_id, user_id=user_id)
-    result = await conn.execute(
+    return removed + await conn.execute(
         delete(interactions).where(interactions.c.org_id == org_id, interactions.c.user_id == user_id)
     )
-    return removed + result.rowcount

@@ -25,16 +25,16 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import ColumnElement, Integer, Select, bindparam, delete, select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg import vector_params
+from memora_pg.driver import Connection
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph import rows, timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
 from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memories
 from memora_pg.sql_text import render
-from memora_pg.statements import FilterShape, Statement, run, sql
+from memora_pg.statements import FilterShape, Statement
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ WHERE org_id = :org_id AND embedding IS NOT NULL
 
 
 async def make_unsearchable(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     memory_ids: Sequence[uuid.UUID] = (),
     org_id: str | None = None,
@@ -157,12 +157,10 @@ async def make_unsearchable(
     """Clear the vectors of ``memory_ids`` (in any organization: the vector store's delete is unscoped),
     or of every memory of the user, or of the organization; the number of memories changed."""
     if memory_ids:
-        result = await conn.execute(sql(conn, UNSEARCHABLE_BY_ID), {"memory_ids": list(memory_ids)})
-    elif user_id is not None:
-        result = await conn.execute(sql(conn, UNSEARCHABLE_FOR_USER), {"org_id": org_id, "user_id": user_id})
-    else:
-        result = await conn.execute(sql(conn, UNSEARCHABLE_FOR_ORG), {"org_id": org_id})
-    return result.rowcount
+        return await conn.execute(UNSEARCHABLE_BY_ID, {"memory_ids": list(memory_ids)})
+    if user_id is not None:
+        return await conn.execute(UNSEARCHABLE_FOR_USER, {"org_id": org_id, "user_id": user_id})
+    return await conn.execute(UNSEARCHABLE_FOR_ORG, {"org_id": org_id})
 
 
 # A memory's new text, vectors and metadata, keeping its id (the mem0-style update).
@@ -185,7 +183,7 @@ RETURNING old.memory AS old_memory, old.user_id
 
 
 async def rewrite(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     org_id: str,
     memory_id: uuid.UUID,
@@ -196,19 +194,17 @@ async def rewrite(
 ) -> tuple[str, str] | None:
     """Replace a memory's text, vectors, metadata and expiry, keeping its id; (old text, user id), or None
     if missing."""
-    row = (
-        await conn.execute(
-            sql(conn, REWRITE),
-            {
-                "org_id": org_id,
-                "memory_id": memory_id,
-                "memory": text,
-                "embedding": vector_params.one(embedding),
-                "metadata": json_text(metadata),
-                "expires_at": expires_at,
-            },
-        )
-    ).one_or_none()
+    row = await conn.first(
+        REWRITE,
+        {
+            "org_id": org_id,
+            "memory_id": memory_id,
+            "memory": text,
+            "embedding": vector_params.one(embedding),
+            "metadata": json_text(metadata),
+            "expires_at": expires_at,
+        },
+    )
     return (row.old_memory, row.user_id) if row else None
 
 
@@ -222,7 +218,7 @@ RETURNING m.memory AS old_memory, m.user_id
 
 
 async def set_metadata(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     org_id: str,
     memory_id: uuid.UUID,
@@ -231,29 +227,29 @@ async def set_metadata(
 ) -> tuple[str, str] | None:
     """Replace a memory's metadata and expiry only; (its text, its user id), or None if it is missing."""
     params = {"org_id": org_id, "memory_id": memory_id, "metadata": json_text(metadata), "expires_at": expires_at}
-    row = (await conn.execute(sql(conn, SET_METADATA), params)).one_or_none()
+    row = await conn.first(SET_METADATA, params)
     return (row.old_memory, row.user_id) if row else None
 
 
-async def delete_one(conn: AsyncConnection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> bool:
+async def delete_one(conn: Connection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> bool:
     """Delete one memory of the user (its sources and links go with it), repairing its chain."""
     await versions.relink_around(conn, org_id=org_id, user_id=user_id, memory_ids=[memory_id])
-    result = await conn.execute(
+    deleted = await conn.execute(
         delete(memories).where(
             memories.c.org_id == org_id, memories.c.user_id == user_id, memories.c.memory_id == memory_id
         )
     )
-    return result.rowcount > 0
+    return deleted > 0
 
 
 async def delete_by_ids(
-    conn: AsyncConnection, *, org_id: str, memory_ids: Sequence[uuid.UUID]
+    conn: Connection, *, org_id: str, memory_ids: Sequence[uuid.UUID]
 ) -> list[tuple[uuid.UUID, str, str]]:
     """Delete memories of the organization by id, repairing their chains; (id, user id, text) of each deleted."""
     if not memory_ids:
         return []
     await versions.relink_around(conn, org_id=org_id, memory_ids=memory_ids)
-    result = await conn.execute(
+    result = await conn.fetch(
         delete(memories)
         .where(memories.c.org_id == org_id, memories.c.memory_id.in_(list(memory_ids)))
         .returning(memories.c.memory_id, memories.c.user_id, memories.c.memory)
@@ -262,19 +258,16 @@ async def delete_by_ids(
 
 
 async def metadata_where(
-    conn: AsyncConnection, *, org_id: str, where: ColumnElement[bool]
+    conn: Connection, *, org_id: str, where: ColumnElement[bool]
 ) -> dict[uuid.UUID, dict[str, Any]]:
     """The metadata of the organization's memories matching ``where``, by memory id."""
-    rows = await conn.execute(
-        select(memories.c.memory_id, memories.c.metadata).where(memories.c.org_id == org_id, where)
-    )
+    rows = await conn.fetch(select(memories.c.memory_id, memories.c.metadata).where(memories.c.org_id == org_id, where))
     return {row.memory_id: row.metadata or {} for row in rows}
 
 
-async def delete_for_user(conn: AsyncConnection, *, org_id: str, user_id: str) -> int:
+async def delete_for_user(conn: Connection, *, org_id: str, user_id: str) -> int:
     """Delete every memory of the user; the chains go with them (they never leave one user)."""
-    result = await conn.execute(delete(memories).where(memories.c.org_id == org_id, memories.c.user_id == user_id))
-    return result.rowcount
+    return await conn.execute(delete(memories).where(memories.c.org_id == org_id, memories.c.user_id == user_id))
 
 
 # -- reading: the Memora contract's rendered memories ----------------------------------------
@@ -368,9 +361,9 @@ def find_statement(*, org_id: str, memory_id: uuid.UUID) -> Statement:
     return Statement(FIND, {"org_id": org_id, "memory_id": memory_id})
 
 
-async def find(conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:
+async def find(conn: Connection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:
     """The organization's memory with that id, as :data:`FIELDS`; None when there is none."""
-    rows = await run(conn, find_statement(org_id=org_id, memory_id=memory_id))
+    rows = await conn.run(find_statement(org_id=org_id, memory_id=memory_id))
     return rows[0]._asdict() if rows else None
 
 
@@ -398,12 +391,12 @@ def _newest_of_shape(shape: FilterShape) -> Select[Any]:
     return _newest(shape.condition)
 
 
-async def lock_metadata(conn: AsyncConnection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:
+async def lock_metadata(conn: Connection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:
     """The memory's metadata, its row locked until the transaction ends; None when it does not exist."""
     stmt = (
         select(memories.c.metadata)
         .where(memories.c.org_id == org_id, memories.c.memory_id == memory_id)
         .with_for_update()
     )
-    found: dict[str, Any] | None = (await conn.execute(stmt)).scalar_one_or_none()
+    found: dict[str, Any] | None = await conn.scalar(stmt)
     return found

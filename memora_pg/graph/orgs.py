@@ -4,38 +4,36 @@ from __future__ import annotations
 
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from memora_pg.models import Organization
+from memora_pg.driver import Connection
+from memora_pg.models import Organization, from_row
 from memora_pg.schema import organizations
 
 
-async def create(conn: AsyncConnection, *, org_id: str, org_name: str) -> Organization:
+async def create(conn: Connection, *, org_id: str, org_name: str) -> Organization:
     stmt = insert(organizations).values(org_id=org_id, org_name=org_name).returning(*organizations.c)
-    return Organization.model_validate((await conn.execute(stmt)).one()._asdict())
+    return Organization.model_validate((await conn.one(stmt))._asdict())
 
 
-async def rename(conn: AsyncConnection, *, org_id: str, org_name: str) -> Organization | None:
+async def rename(conn: Connection, *, org_id: str, org_name: str) -> Organization | None:
     stmt = (
         update(organizations)
         .where(organizations.c.org_id == org_id)
         .values(org_name=org_name)
         .returning(*organizations.c)
     )
-    row = (await conn.execute(stmt)).one_or_none()
-    return Organization.model_validate(row._asdict()) if row else None
+    return from_row(Organization, await conn.first(stmt))
 
 
-async def get(conn: AsyncConnection, *, org_id: str) -> Organization | None:
-    row = (await conn.execute(select(organizations).where(organizations.c.org_id == org_id))).one_or_none()
-    return Organization.model_validate(row._asdict()) if row else None
+async def get(conn: Connection, *, org_id: str) -> Organization | None:
+    return from_row(Organization, await conn.first(select(organizations).where(organizations.c.org_id == org_id)))
 
 
-async def list_all(conn: AsyncConnection, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
+async def list_all(conn: Connection, *, skip: int = 0, limit: int | None = None) -> list[Organization]:
     stmt = select(organizations).order_by(organizations.c.created_at, organizations.c.org_id).offset(skip).limit(limit)
-    return [Organization.model_validate(row._asdict()) for row in await conn.execute(stmt)]
+    return [Organization.model_validate(row._asdict()) for row in await conn.fetch(stmt)]
 
 
-async def delete(conn: AsyncConnection, *, org_id: str) -> None:
+async def delete(conn: Connection, *, org_id: str) -> None:
     """Delete the organization; everything in it goes by cascade."""
     await conn.execute(sa_delete(organizations).where(organizations.c.org_id == org_id))

@@ -15,8 +15,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Row
-
+from memora_pg.driver import Row
 from memora_pg.models import Memory, MessageBlock, trusted
 from memora_pg.statements import from_json
 
@@ -103,7 +102,7 @@ owner.user_name, agent.agent_label, sourced.sources
 """
 
 
-def to_model(row: Row[Any] | dict[str, Any]) -> Memory:
+def to_model(row: Row | dict[str, Any]) -> Memory:
     """A row of MEMORY_COLUMNS (or its JSON form) as the contract's rendered ``Memory``.
 
     The row's values have their columns' types already (text, a timestamptz, the sources as the

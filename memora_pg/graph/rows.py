@@ -29,10 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from memora_pg.driver import Connection
 from memora_pg.sql_text import parts_of, render
-from memora_pg.statements import sql
 
 # The scope's columns, each as its parameter: in a CTE, read from the statement's ``scope`` (:data:`SCOPE`
 # when the statement takes them as parameters); in a statement of their own, bound.
@@ -134,7 +132,7 @@ class Rows:
         return render(self.values, **filled)
 
 
-async def insert(conn: AsyncConnection, rows: Rows, params: Mapping[str, Any]) -> list[Any]:
+async def insert(conn: Connection, rows: Rows, params: Mapping[str, Any]) -> list[Any]:
     """Insert the rows ``params`` give (a write statement's parameters) with statements of their own,
     at most :data:`ROWS_PER_STATEMENT` rows each, in the caller's transaction; the first column of
     what they return."""
@@ -142,7 +140,5 @@ async def insert(conn: AsyncConnection, rows: Rows, params: Mapping[str, Any]) -
     total = rows.count(params)
     for start in range(0, total, ROWS_PER_STATEMENT):
         stop = min(start + ROWS_PER_STATEMENT, total)
-        result = await conn.execute(sql(conn, rows.statement(stop - start)), rows.row_params(params, start, stop))
-        if result.returns_rows:
-            returned.extend(result.scalars())
+        returned.extend(await conn.scalars(rows.statement(stop - start), rows.row_params(params, start, stop)))
     return returned

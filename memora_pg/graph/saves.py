@@ -32,13 +32,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from memora_pg.driver import Connection, Row
 from memora_pg.graph import audit, history, interactions, rows, versions
 from memora_pg.graph.memories import NEW_MEMORIES, SCOPE, SOURCES, NewMemory, memory_params, scope_params
 from memora_pg.sql_text import render
-from memora_pg.statements import Statement, sql
+from memora_pg.statements import Statement
 
 # -- statement by statement (Citus) ------------------------------------------------------------------
 # On a Citus cluster each data-modifying CTE of a one-statement write is run first and its result
@@ -66,13 +64,13 @@ class _Result:
     linked: list[uuid.UUID] = field(default_factory=list)
 
 
-async def _memories_alone(conn: AsyncConnection, params: dict[str, Any], *, link: bool) -> _Result:
+async def _memories_alone(conn: Connection, params: dict[str, Any], *, link: bool) -> _Result:
     """The memory rows, their sources, their links (with ``link``) and the audit row, one statement each."""
     written = await rows.insert(conn, NEW_MEMORIES, params)
     await rows.insert(conn, SOURCES, params)
     linked: list[uuid.UUID] = []
     if link and params["new_ids"]:
-        linked = list((await conn.execute(sql(conn, LINKS_ALONE), params)).scalars())
+        linked = list(await conn.scalars(LINKS_ALONE, params))
         await versions.clock_linked(conn, org_id=params["org_id"], linked=linked)
     await rows.insert(conn, audit.ARM, params)
     return _Result(written=written, linked=linked)
@@ -133,7 +131,7 @@ def save(
         **audit.arm_params(audited),
     }
 
-    async def steps(conn: AsyncConnection) -> list[_Result]:
+    async def steps(conn: Connection) -> list[_Result]:
         user_exists, agent_exists = await interactions.create(
             conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
         )
@@ -145,7 +143,7 @@ def save(
     return Statement(SAVE, params, steps)
 
 
-def saved(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Saved:
+def saved(rows: Sequence[Row], items: Sequence[NewMemory]) -> Saved:
     """What :func:`save`'s statement did."""
     (row,) = rows
     return Saved(
@@ -197,13 +195,13 @@ def write(
         **audit.arm_params(audited),
     }
 
-    async def steps(conn: AsyncConnection) -> list[_Result]:
+    async def steps(conn: Connection) -> list[_Result]:
         return [await _memories_alone(conn, params, link=link)]
 
     return Statement(WRITE, params, steps)
 
 
-def written(rows: Sequence[Row[Any]], items: Sequence[NewMemory]) -> Written:
+def written(rows: Sequence[Row], items: Sequence[NewMemory]) -> Written:
     """What :func:`write`'s statement did."""
     (row,) = rows
     return Written(written=list(row.written), unlinked=versions.unlinked(items, row.linked))
@@ -261,9 +259,9 @@ def add(
         **audit.arm_params(audited),
     }
 
-    async def steps(conn: AsyncConnection) -> list[_Result]:
-        await conn.execute(sql(conn, COLLECTION_ORGANIZATION), params)
-        await conn.execute(sql(conn, COLLECTION_USER), params)
+    async def steps(conn: Connection) -> list[_Result]:
+        await conn.execute(COLLECTION_ORGANIZATION, params)
+        await conn.execute(COLLECTION_USER, params)
         await rows.insert(conn, NEW_MEMORIES, params)
         await rows.insert(conn, history.ADDED, params)
         await rows.insert(conn, audit.ARM, params)

@@ -39,12 +39,12 @@ from sqlalchemy import (
     true,
     union_all,
 )
-from sqlalchemy.engine import Row
 from sqlalchemy.sql.elements import ColumnElement
 
 from memora_pg import vector_params
 from memora_pg.config import SearchMode, Settings
 from memora_pg.db import Database
+from memora_pg.driver import Row
 from memora_pg.errors import ConfigurationError
 from memora_pg.graph import autogen_contents as autogen_contents_rows
 from memora_pg.graph import nearest, ranking, scoring, timeline, upstream
@@ -410,7 +410,7 @@ def check_mode(mode: SearchMode | str, *, upstream: bool = False) -> SearchMode:
     return found
 
 
-def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:
+def hits(rows: Sequence[Row], queries: int) -> list[list[Hit]]:
     """The rows of a dense or upstream search statement (each row a hit, its score in it), one list per query."""
     results: list[list[Hit]] = [[] for _ in range(queries)]
     for row in rows:
@@ -421,7 +421,7 @@ def hits(rows: Sequence[Row[Any]], queries: int) -> list[list[Hit]]:
 
 
 def ranked(
-    rows: Sequence[Row[Any]], queries: int, *, corpus: nearest.Corpus, k: int, weights: scoring.Weights
+    rows: Sequence[Row], queries: int, *, corpus: nearest.Corpus, k: int, weights: scoring.Weights
 ) -> list[list[Hit]]:
     """The ``k`` best of each query's candidates (the rows of a hybrid search statement), scored."""
     candidates: list[list[Mapping[str, Any]]] = [[] for _ in range(queries)]

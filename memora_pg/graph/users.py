@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from sqlalchemy import exists, insert, literal, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg.driver import Connection
 from memora_pg.ids import new_short_id
-from memora_pg.models import User
+from memora_pg.models import User, from_row
 from memora_pg.schema import organizations, users
 from memora_pg.statements import Statement
 
 
-async def create(conn: AsyncConnection, *, org_id: str, user_name: str) -> User | None:
+async def create(conn: Connection, *, org_id: str, user_name: str) -> User | None:
     """The new user, or None when the organization does not exist."""
     org_exists = exists().where(organizations.c.org_id == org_id)
     stmt = (
@@ -22,25 +22,22 @@ async def create(conn: AsyncConnection, *, org_id: str, user_name: str) -> User 
         )
         .returning(*users.c)
     )
-    row = (await conn.execute(stmt)).one_or_none()
-    return User.model_validate(row._asdict()) if row else None
+    return from_row(User, await conn.first(stmt))
 
 
-async def rename(conn: AsyncConnection, *, org_id: str, user_id: str, user_name: str) -> User | None:
+async def rename(conn: Connection, *, org_id: str, user_id: str, user_name: str) -> User | None:
     stmt = (
         update(users)
         .where(users.c.org_id == org_id, users.c.user_id == user_id)
         .values(user_name=user_name)
         .returning(*users.c)
     )
-    row = (await conn.execute(stmt)).one_or_none()
-    return User.model_validate(row._asdict()) if row else None
+    return from_row(User, await conn.first(stmt))
 
 
-async def get(conn: AsyncConnection, *, org_id: str, user_id: str) -> User | None:
+async def get(conn: Connection, *, org_id: str, user_id: str) -> User | None:
     stmt = select(users).where(users.c.org_id == org_id, users.c.user_id == user_id)
-    row = (await conn.execute(stmt)).one_or_none()
-    return User.model_validate(row._asdict()) if row else None
+    return from_row(User, await conn.first(stmt))
 
 
 # The names a memory's placeholders stand for: its user's and its agent's (either NULL when missing).
@@ -55,7 +52,7 @@ def names(*, org_id: str, user_id: str, agent_id: str | None) -> Statement:
     return Statement(NAMES, {"org_id": org_id, "user_id": user_id, "agent_id": agent_id})
 
 
-async def list_for_org(conn: AsyncConnection, *, org_id: str, skip: int = 0, limit: int | None = None) -> list[User]:
+async def list_for_org(conn: Connection, *, org_id: str, skip: int = 0, limit: int | None = None) -> list[User]:
     stmt = (
         select(users)
         .where(users.c.org_id == org_id)
@@ -63,4 +60,4 @@ async def list_for_org(conn: AsyncConnection, *, org_id: str, skip: int = 0, lim
         .offset(skip)
         .limit(limit)
     )
-    return [User.model_validate(row._asdict()) for row in await conn.execute(stmt)]
+    return [User.model_validate(row._asdict()) for row in await conn.fetch(stmt)]

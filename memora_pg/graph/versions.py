@@ -14,16 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from memora_pg.driver import Connection, Row
 from memora_pg.graph import timeline
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
 from memora_pg.models import Memory
 from memora_pg.sql_text import render
-from memora_pg.statements import Statement, sql
+from memora_pg.statements import Statement
 
 if TYPE_CHECKING:
     # memories imports this module (a delete repairs chains): NewMemory only types arguments here.
@@ -69,10 +67,10 @@ CLOCK_LINKED = render(
 )
 
 
-async def clock_linked(conn: AsyncConnection, *, org_id: str, linked: Sequence[uuid.UUID]) -> None:
+async def clock_linked(conn: Connection, *, org_id: str, linked: Sequence[uuid.UUID]) -> None:
     """End the clocks of the versions the memories ``linked`` (just linked) supersede."""
     if linked:
-        await conn.execute(sql(conn, CLOCK_LINKED), {"org_id": org_id, "linked": list(linked)})
+        await conn.execute(CLOCK_LINKED, {"org_id": org_id, "linked": list(linked)})
 
 
 # Every chain of an organization clocked from scratch: each version's clocks end at the earliest
@@ -97,9 +95,9 @@ WHERE m.org_id = :org_id AND m.memory_id = ends.memory_id
 """
 
 
-async def clock_organization(conn: AsyncConnection, *, org_id: str) -> None:
+async def clock_organization(conn: Connection, *, org_id: str) -> None:
     """Set the clocks' ends of every version of the organization from its chains."""
-    await conn.execute(sql(conn, CLOCK_ORGANIZATION), {"org_id": org_id})
+    await conn.execute(CLOCK_ORGANIZATION, {"org_id": org_id})
 
 
 # -- linking ---------------------------------------------------------------------------------
@@ -188,9 +186,7 @@ RETURNING new_memory_id
 """
 
 
-async def link_linear(
-    conn: AsyncConnection, *, org_id: str, user_id: str, contrary: Sequence[NewMemory]
-) -> list[uuid.UUID]:
+async def link_linear(conn: Connection, *, org_id: str, user_id: str, contrary: Sequence[NewMemory]) -> list[uuid.UUID]:
     """Link each contrary memory after its target chain's current version, one at a time, chains locked.
 
     The lock is taken first; the links are then read and written in statements of their own,
@@ -201,14 +197,12 @@ async def link_linear(
     if not contrary:
         return []
     params = {"org_id": org_id, "user_id": user_id}
-    await conn.execute(sql(conn, LOCK_CHAIN_ROOTS), {**params, "old_ids": [item.supersedes for item in contrary]})
+    await conn.execute(LOCK_CHAIN_ROOTS, {**params, "old_ids": [item.supersedes for item in contrary]})
     left: list[uuid.UUID] = []
     linked: list[uuid.UUID] = []
     for item in contrary:
-        link = await conn.execute(
-            sql(conn, LINK_TO_CURRENT), {**params, "old_id": item.supersedes, "new_id": item.memory_id}
-        )
-        (left if link.one_or_none() is None else linked).append(item.memory_id)
+        link = await conn.first(LINK_TO_CURRENT, {**params, "old_id": item.supersedes, "new_id": item.memory_id})
+        (left if link is None else linked).append(item.memory_id)
     await clock_linked(conn, org_id=org_id, linked=linked)
     return left
 
@@ -275,14 +269,12 @@ WHERE edge.org_id = :org_id
 
 
 async def relink_around(
-    conn: AsyncConnection, *, org_id: str, memory_ids: Sequence[uuid.UUID], user_id: str | None = None
+    conn: Connection, *, org_id: str, memory_ids: Sequence[uuid.UUID], user_id: str | None = None
 ) -> None:
     """Re-attach the successors of ``memory_ids`` (only the user's, when ``user_id`` is given) to
     their nearest surviving predecessor, before those memories are deleted."""
     if memory_ids:
-        await conn.execute(
-            sql(conn, RELINK_AROUND), {"org_id": org_id, "user_id": user_id, "memory_ids": list(memory_ids)}
-        )
+        await conn.execute(RELINK_AROUND, {"org_id": org_id, "user_id": user_id, "memory_ids": list(memory_ids)})
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -459,7 +451,7 @@ def resolving(
     ]
 
 
-def resolved(rows: Sequence[Row[Any]], batches: int, *, merged: bool) -> list[list[Memory]]:
+def resolved(rows: Sequence[Row], batches: int, *, merged: bool) -> list[list[Memory]]:
     """The rows of :func:`resolving`'s statements as one list of memories per batch; ``merged`` when the
     rows of several statements were put together (each statement's are in order, not their union)."""
     if merged:

@@ -11,11 +11,9 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
-
-from sqlalchemy.engine import Row
 
 from memora_pg.db import Database
+from memora_pg.driver import Row
 from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.ids import new_short_id
 from memora_pg.statements import Statement
@@ -70,7 +68,7 @@ class Bearer:
     user_id: str | None
 
 
-def _info(row: Row[Any]) -> TokenInfo:
+def _info(row: Row) -> TokenInfo:
     return TokenInfo(row.token_id, row.org_id, row.user_id, row.token_name, row.created_at, row.revoked_at)
 
 

@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
-
+from memora_pg.driver import Connection
 from memora_pg.errors import LLMError
 from memora_pg.graph import audit, history, memories
 from memora_pg.mem0.shapes import caller_metadata, expires_at_of, json_metadata, now_iso
@@ -44,7 +43,7 @@ class Rewritten:
 
 
 async def rewrite(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     org_id: str,
     memory_id: uuid.UUID,
@@ -70,7 +69,7 @@ async def rewrite(
 
 
 async def edit(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     org_id: str,
     memory_id: uuid.UUID,
@@ -111,7 +110,7 @@ class Deleted:
 
 
 async def delete(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     org_id: str,
     memory_ids: Sequence[uuid.UUID],
@@ -141,7 +140,7 @@ def audit_entry(
 
 
 async def apply_decisions(
-    conn: AsyncConnection,
+    conn: Connection,
     *,
     org_id: str,
     updates: Sequence[tuple[Mapping[str, Any], str]],

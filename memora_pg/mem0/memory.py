@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import and_
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import tracing
+from memora_pg import driver, tracing
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
@@ -61,7 +61,7 @@ from memora_pg.mem0.shapes import (
     top_k_of,
     with_vector,
 )
-from memora_pg.statements import Statement, run
+from memora_pg.statements import Statement
 
 # update()'s "expiration_date not given" (None clears it, as in mem0).
 _UNSET: Any = object()
@@ -284,7 +284,7 @@ class AsyncMemory:
         results: list[dict[str, Any]] = []
         async with self._db.transaction(org_id=self.org_id) as conn:
             if additions:
-                await run(conn, self._new(scope, additions, None, at))
+                await conn.run(self._new(scope, additions, None, at))
             results += [event_of(item, "ADD") for item in additions]
             results += await changes.apply_decisions(
                 conn, org_id=self.org_id, updates=updates, update_vectors=update_vectors, deletions=deletions
@@ -307,7 +307,7 @@ class AsyncMemory:
         )
 
     async def _audit(
-        self, conn: AsyncConnection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
+        self, conn: driver.Connection, method: str, user_id: str | None, results: Sequence[dict[str, Any]]
     ) -> None:
         """One audit row per public call, in its transaction."""
         await audit.record(

@@ -72,17 +72,17 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
     checks: list[Check] = []
     names = {"schema": schema, "memories": f'"{schema}".memories', "hnsw": f'"{schema}".{indexes.HNSW_INDEX}'}
     async with database.transaction() as conn:
-        facts = (await conn.execute(text(FACTS), names)).one()
+        facts = await conn.one(text(FACTS), names)
         dimensions = await catalog.vector_dimensions(conn, schema)
         revision = await migrations.current_revision(conn, schema)
         distribution = None
         if facts.citus_version is not None:
-            distribution = (await conn.execute(text(DISTRIBUTION), {"schema": schema})).all()
+            distribution = await conn.fetch(text(DISTRIBUTION), {"schema": schema})
         plan = None
         if facts.has_memories:
             # Is the user-scoped listing served by its index? (seq scans off: usable, whatever the table's size)
             await conn.execute(text("SET LOCAL enable_seqscan = off"))
-            rows = await conn.execute(
+            rows = await conn.fetch(
                 text(
                     f'EXPLAIN SELECT memory_id FROM "{schema}".memories '
                     "WHERE org_id = 'o' AND user_id = 'u' "

@@ -16,10 +16,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg import driver
 from memora_pg.config import Settings
 from memora_pg.db import Database, deployment_errors
+from memora_pg.driver import Connection
 from memora_pg.sql_text import quoted, render
 from memora_pg.statements import in_schema
 
@@ -76,7 +77,7 @@ Progress = Callable[[str, int, int], None]
 
 async def state(database: Database) -> IndexState:
     async with database.transaction() as conn:
-        row = (await conn.execute(text(STATE), {"index": f'"{database.schema}".{HNSW_INDEX}'})).one_or_none()
+        row = await conn.first(text(STATE), {"index": f'"{database.schema}".{HNSW_INDEX}'})
     if row is None:
         return IndexState("exact", True, None)
     options = built_parameters(row.options)
@@ -111,8 +112,7 @@ async def build_hnsw(database: Database, progress: Progress | None = None) -> In
     rebuild = current.mode == "hnsw" and current.valid
     name = REBUILDING if rebuild else HNSW_INDEX
     with deployment_errors(engine):
-        async with engine.connect() as conn:
-            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        async with driver.checkout(engine, schema) as auto:
             # An interrupted build or rebuild leaves an invalid index (or a complete one under the
             # rebuild's name): start again.
             await auto.execute(in_schema(render(DROP_IF_EXISTS, index=REBUILDING), schema))
@@ -150,7 +150,7 @@ async def _reporting(database: Database, progress: Progress | None, every: float
         while True:
             await asyncio.sleep(every)
             async with database.transaction() as conn:
-                row = (await conn.execute(text(PROGRESS), {"table": f'"{database.schema}".memories'})).one_or_none()
+                row = await conn.first(text(PROGRESS), {"table": f'"{database.schema}".memories'})
             if row is not None:
                 report(str(row.phase), int(row.tuples_done or 0), int(row.tuples_total or 0))
 
@@ -170,12 +170,12 @@ WHERE pg_size_bytes(:memory) > pg_size_bytes(current_setting('maintenance_work_m
 """
 
 
-async def raise_build_memory(conn: AsyncConnection, settings: Settings, *, local: bool) -> None:
+async def raise_build_memory(conn: Connection, settings: Settings, *, local: bool) -> None:
     """``maintenance_work_mem`` of at least ``settings.index_build_memory``: for the transaction when ``local``."""
     await conn.execute(text(RAISE_BUILD_MEMORY), {"memory": settings.index_build_memory, "local": local})
 
 
-async def prepare_build(conn: AsyncConnection, settings: Settings, *, local: bool) -> None:
+async def prepare_build(conn: Connection, settings: Settings, *, local: bool) -> None:
     """The settings of an index build: no statement timeout, and ``maintenance_work_mem`` of at
     least ``settings.index_build_memory``; for the transaction when ``local``, else the session's.
 
@@ -188,7 +188,7 @@ async def prepare_build(conn: AsyncConnection, settings: Settings, *, local: boo
 
 
 @asynccontextmanager
-async def build_session(session: AsyncConnection, settings: Settings) -> AsyncIterator[None]:
+async def build_session(session: Connection, settings: Settings) -> AsyncIterator[None]:
     """:func:`prepare_build` for the session while the block runs, then reset, so a pooled
     connection goes back as it came. A build that failed or was cancelled may have left the
     session unusable: then nothing more is sent on it.
@@ -220,14 +220,11 @@ async def build_missing(database: Database) -> list[str]:
     engine = await database.raw_engine()
     built = []
     with deployment_errors(engine):
-        async with engine.connect() as conn:
-            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        async with driver.checkout(engine, schema) as auto:
             present = set(
-                (
-                    await auto.execute(text("SELECT indexname FROM pg_indexes WHERE schemaname = :s"), {"s": schema})
-                ).scalars()
+                await auto.scalars(text("SELECT indexname FROM pg_indexes WHERE schemaname = :s"), {"s": schema})
             )
-            invalid = set((await auto.execute(text(MISSING), {"schema": schema})).scalars())
+            invalid = set(await auto.scalars(text(MISSING), {"schema": schema}))
             missing = [
                 index
                 for table in metadata_in(schema).sorted_tables
@@ -244,7 +241,7 @@ async def build_missing(database: Database) -> list[str]:
                     options = index.dialect_options["postgresql"]
                     options["concurrently"] = True
                     try:
-                        await auto.execute(CreateIndex(index))
+                        await auto.script(str(CreateIndex(index).compile(dialect=engine.dialect)))
                     finally:
                         options["concurrently"] = False
                     built.append(name)
@@ -255,7 +252,6 @@ async def drop_hnsw(database: Database) -> IndexState:
     """Drop the HNSW index without blocking readers or writers: ``exact`` mode."""
     engine = await database.raw_engine()
     with deployment_errors(engine):
-        async with engine.connect() as conn:
-            auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
+        async with driver.checkout(engine, database.schema) as auto:
             await auto.execute(in_schema(render(DROP_IF_EXISTS, index=HNSW_INDEX), database.schema))
     return await state(database)

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg import catalog, vector_params
+from memora_pg import catalog, driver, vector_params
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import (
     ConfigurationError,
@@ -37,7 +38,7 @@ from memora_pg.graph import render
 from memora_pg.graph.autogen_contents import canonical_json
 from memora_pg.ops import reembed_statements as q  # q.NAME: one of the re-embed's statements
 from memora_pg.ops.indexes import build_session, create_hnsw
-from memora_pg.statements import from_json, on_citus, sql
+from memora_pg.statements import from_json
 
 __all__ = ["ReembedBusyError", "ReembedResult", "embedder_name", "reembed"]
 
@@ -200,11 +201,10 @@ async def reembed(
 
 
 @asynccontextmanager
-async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[AsyncConnection]:
+async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[Connection]:
     """A connection outside any transaction, holding the schema's re-embed lock for the run."""
     key = {"key": f"memora_pg reembed {schema}"}
-    async with engine.connect() as conn:
-        await conn.execution_options(isolation_level="AUTOCOMMIT")
+    async with driver.checkout(engine, schema) as conn:
         if not await conn.scalar(text(q.RUN_LOCK), key):
             raise ReembedBusyError(f"Another re-embed of the schema {schema!r} is running.")
         try:
@@ -212,7 +212,7 @@ async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[AsyncConn
         except BaseException:
             # The session may be mid-statement or hold a changed setting: it is closed, not pooled,
             # and its lock dies with it.
-            await conn.invalidate()
+            conn.discard()
             raise
         await conn.execute(text(q.RUN_UNLOCK), key)
 
@@ -220,7 +220,7 @@ async def _only_run(engine: AsyncEngine, schema: str) -> AsyncIterator[AsyncConn
 # -- preparing: a new switch, or the one in progress -----------------------------------------
 
 
-async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tuple[bool, bool]:
+async def _prepare(run: _Run, session: Connection, *, restart: bool) -> tuple[bool, bool]:
     """Set up the shadow columns, or check those found; (resumed, already finished)."""
     target = run.target
     async with run.database.transaction() as conn:
@@ -231,9 +231,7 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
                 "Row-level security applies to this database role, so a re-embed would not see every row: "
                 "run it as the tables' owner or a role with BYPASSRLS."
             )
-        if target.org_id is not None and not await conn.scalar(
-            sql(conn, q.ORGANIZATION_EXISTS), {"org_id": target.org_id}
-        ):
+        if target.org_id is not None and not await conn.scalar(q.ORGANIZATION_EXISTS, {"org_id": target.org_id}):
             raise NotFoundError(f"Organization {target.org_id!r} does not exist.")
     if ("memories", "embedding") not in columns:
         raise ConfigurationError(
@@ -276,9 +274,9 @@ async def _prepare(run: _Run, session: AsyncConnection, *, restart: bool) -> tup
 async def _add_shadows(run: _Run) -> None:
     async with run.database.transaction() as conn:
         await conn.execute(text(q.SET_LOCK_TIMEOUT))
-        await conn.execute(sql(conn, q.FORGET_FUNCTION))
+        await conn.execute(q.FORGET_FUNCTION)
         for table in run.tables:
-            await conn.execute(q.statement(conn, q.ADD_SHADOW, table, dimensions=run.target.dimensions))
+            await conn.execute(q.statement(q.ADD_SHADOW, table, dimensions=run.target.dimensions))
             comment = await conn.scalar(
                 text(q.COMMENT),
                 {
@@ -288,20 +286,20 @@ async def _add_shadows(run: _Run) -> None:
                     "comment": run.target.comment(),
                 },
             )
-            await conn.exec_driver_sql(comment)
-            if on_citus(conn):
+            await conn.script(comment)
+            if conn.on_citus:
                 await conn.execute(text(q.CITUS_TRIGGERS))
-            await conn.execute(q.statement(conn, q.FORGET_TRIGGER, table, columns=table.watched, changes=table.changes))
+            await conn.execute(q.statement(q.FORGET_TRIGGER, table, columns=table.watched, changes=table.changes))
 
 
 async def _drop_shadows(run: _Run) -> None:
     async with run.database.transaction() as conn:
         await conn.execute(text(q.SET_LOCK_TIMEOUT))
-        if on_citus(conn):
+        if conn.on_citus:
             await conn.execute(text(q.CITUS_TRIGGERS))
         for table in run.tables:
-            await conn.execute(q.statement(conn, q.DROP_TRIGGER, table))
-            await conn.execute(q.statement(conn, q.DROP_SHADOW, table))
+            await conn.execute(q.statement(q.DROP_TRIGGER, table))
+            await conn.execute(q.statement(q.DROP_SHADOW, table))
     await _drop_function(run)
 
 
@@ -309,7 +307,7 @@ async def _drop_function(run: _Run) -> None:
     """The triggers' function, once no trigger uses it, in a transaction of its own: Citus refuses a
     function command after the ALTER TABLE of a distributed table in the same transaction."""
     async with run.database.transaction() as conn:
-        await conn.execute(sql(conn, q.DROP_FUNCTION))
+        await conn.execute(q.DROP_FUNCTION)
 
 
 # -- filling the shadow columns --------------------------------------------------------------
@@ -320,11 +318,7 @@ async def _count(run: _Run) -> int:
     run.done = run.total = 0
     async with run.database.transaction() as conn:
         for table in run.tables:
-            row = (
-                await conn.execute(
-                    q.statement(conn, q.PROGRESS, table, scope=q.scope_of(run.target.org_id)), run.org_params
-                )
-            ).one()
+            row = await conn.one(q.statement(q.PROGRESS, table, scope=q.scope_of(run.target.org_id)), run.org_params)
             run.total += int(row.searchable)
             run.done += int(row.done)
     return run.done
@@ -341,16 +335,14 @@ async def _fill_table(run: _Run, table: q.VectorTable) -> None:
     while True:
         after, params = q.after_key(run.target.org_id, last)
         async with run.database.transaction() as conn:
-            rows = (
-                await conn.execute(q.statement(conn, q.PAGE, table, after=after), {"limit": run.batch_size, **params})
-            ).all()
+            rows = await conn.fetch(q.statement(q.PAGE, table, after=after), {"limit": run.batch_size, **params})
         if not rows:
             return
         last = (rows[-1].org_id, rows[-1].row_id)
         vectors = await embed_checked(run.embedder, [_text_of(row) for row in rows], query=False)
         async with run.database.transaction() as conn:
             written = await conn.execute(
-                q.statement(conn, q.WRITE, table),
+                q.statement(q.WRITE, table),
                 {
                     "org_ids": [row.org_id for row in rows],
                     "row_ids": [row.row_id for row in rows],
@@ -359,8 +351,8 @@ async def _fill_table(run: _Run, table: q.VectorTable) -> None:
                 },
             )
         run.batches += 1
-        run.embedded[table.name] = run.embedded.get(table.name, 0) + written.rowcount
-        run.done += written.rowcount
+        run.embedded[table.name] = run.embedded.get(table.name, 0) + written
+        run.done += written
         run.report()
 
 
@@ -395,9 +387,9 @@ async def _switch(run: _Run) -> None:
     )
 
 
-async def _missing(conn: AsyncConnection, run: _Run) -> bool:
+async def _missing(conn: Connection, run: _Run) -> bool:
     for table in run.tables:
-        if await conn.scalar(q.statement(conn, q.MISSING, table, scope=q.scope_of(run.target.org_id)), run.org_params):
+        if await conn.scalar(q.statement(q.MISSING, table, scope=q.scope_of(run.target.org_id)), run.org_params):
             return True
     return False
 
@@ -412,36 +404,36 @@ async def _try_switch(run: _Run) -> bool:
         async with run.database.transaction() as conn:
             await conn.execute(text(q.SET_LOCK_TIMEOUT))
             tables = ", ".join("{schema}." + table.name for table in run.tables)
-            await conn.execute(q.statement(conn, q.LOCK, tables=tables))
-            if on_citus(conn):
+            await conn.execute(q.statement(q.LOCK, tables=tables))
+            if conn.on_citus:
                 await conn.execute(text(q.CITUS_TRIGGERS))
             if await _missing(conn, run):
                 return False
             if run.target.org_id is not None:
                 await _adopt_in(conn, run)
                 for table in run.tables:
-                    await conn.execute(q.statement(conn, q.DROP_TRIGGER, table))
-                    await conn.execute(q.statement(conn, q.DROP_SHADOW, table))
+                    await conn.execute(q.statement(q.DROP_TRIGGER, table))
+                    await conn.execute(q.statement(q.DROP_SHADOW, table))
             else:
-                await conn.execute(sql(conn, q.DROP_INDEX))
+                await conn.execute(q.DROP_INDEX)
                 for table in run.tables:
-                    checks = (await conn.execute(q.statement(conn, q.EMBEDDING_CHECKS, table))).all()
-                    await conn.execute(q.statement(conn, q.DROP_TRIGGER, table))
-                    await conn.execute(q.statement(conn, q.DROP_OLD_COLUMN, table))
-                    await conn.execute(q.statement(conn, q.PROMOTE_SHADOW, table))
+                    checks = await conn.fetch(q.statement(q.EMBEDDING_CHECKS, table))
+                    await conn.execute(q.statement(q.DROP_TRIGGER, table))
+                    await conn.execute(q.statement(q.DROP_OLD_COLUMN, table))
+                    await conn.execute(q.statement(q.PROMOTE_SHADOW, table))
                     for check in checks:
-                        added = q.statement(conn, q.ADD_CHECK, table, name=check.name, definition=check.definition)
+                        added = q.statement(q.ADD_CHECK, table, name=check.name, definition=check.definition)
                         await conn.execute(added)
                         remade.append((table, check.name))
                     if table is not q.MEMORIES:
-                        await conn.execute(q.statement(conn, q.FORGET_COMMENT, table))
+                        await conn.execute(q.statement(q.FORGET_COMMENT, table))
     except DatabaseError as error:
         if sqlstate_of(error) == _LOCK_NOT_AVAILABLE:
             return False
         raise
     for table, name in remade:
         async with run.database.transaction() as conn:
-            await conn.execute(q.statement(conn, q.VALIDATE_CHECK, table, name=name))
+            await conn.execute(q.statement(q.VALIDATE_CHECK, table, name=name))
     await _drop_function(run)
     return True
 
@@ -453,33 +445,33 @@ async def _adopt(run: _Run) -> None:
         while True:
             after, params = q.after_key(run.target.org_id, last)
             async with run.database.transaction() as conn:
-                page = q.statement(conn, q.ADOPT_PAGE, table, after=after)
-                keys = (await conn.execute(page, {"limit": run.batch_size, **params})).scalars().all()
+                page = q.statement(q.ADOPT_PAGE, table, after=after)
+                keys = await conn.scalars(page, {"limit": run.batch_size, **params})
             if not keys:
                 break
             last = ("", max(keys))
 
 
-async def _adopt_in(conn: AsyncConnection, run: _Run) -> None:
+async def _adopt_in(conn: Connection, run: _Run) -> None:
     """The rows whose vector the application wrote again since they took their new one (few: no pages)."""
     for table in run.tables:
-        await conn.execute(q.statement(conn, q.ADOPT_FOR_ORGANIZATION, table), run.org_params)
+        await conn.execute(q.statement(q.ADOPT_FOR_ORGANIZATION, table), run.org_params)
 
 
 # -- the index, and the check ----------------------------------------------------------------
 
 
-async def _build_index(run: _Run, session: AsyncConnection) -> None:
+async def _build_index(run: _Run, session: Connection) -> None:
     """Build the HNSW index of the new column without blocking writes, then clear the pending mark."""
     settings = run.database.settings
     valid = await session.scalar(text(q.INDEX_VALID), {"name": f'"{run.database.schema}".{q.HNSW_INDEX}'})
     if valid is not True:
         if valid is False:
             # An interrupted CREATE INDEX CONCURRENTLY leaves an invalid index behind.
-            await session.execute(sql(session, q.DROP_INDEX_CONCURRENTLY))
+            await session.execute(q.DROP_INDEX_CONCURRENTLY)
         async with build_session(session, settings):
             await session.execute(text(create_hnsw(run.database.schema, settings)))
-    await session.execute(q.statement(session, q.FORGET_COMMENT, q.MEMORIES))
+    await session.execute(q.statement(q.FORGET_COMMENT, q.MEMORIES))
 
 
 async def _dimensions(run: _Run) -> int:

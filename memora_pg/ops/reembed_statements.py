@@ -1,17 +1,13 @@
 """The statements of a re-embed, and the two tables with vectors it works on (:mod:`memora_pg.ops.reembed`
 runs them). ``{table}``, ``{key}``, ``{text}`` and ``{after}`` come from a :class:`VectorTable`, ``{schema}``
-from ``statements.sql``."""
+when the statement runs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import TextClause
-from sqlalchemy.ext.asyncio import AsyncConnection
-
 from memora_pg.sql_text import parts_of, render
-from memora_pg.statements import sql
 
 # How long the switch waits for its table locks before it lets the application go on and tries again.
 LOCK_TIMEOUT = "5s"
@@ -57,7 +53,7 @@ AUTOGEN_CONTENTS = VectorTable(
 TABLES = (MEMORIES, AUTOGEN_CONTENTS)
 
 
-# {table}, {key}, {text} and {after} come from VectorTable constants, {schema} from sql().
+# {table}, {key}, {text} and {after} come from VectorTable constants, {schema} when the statement runs.
 
 # The vector columns a re-embed reads from the catalog: the live one and its shadow.
 COLUMNS = ("embedding", "embedding_next")
@@ -165,7 +161,7 @@ RUN_LOCK = "SELECT pg_try_advisory_lock(hashtext(:key))"
 RUN_UNLOCK = "SELECT pg_advisory_unlock(hashtext(:key))"
 
 
-def statement(conn: AsyncConnection, template: str, table: VectorTable | None = None, **parts: object) -> TextClause:
+def statement(template: str, table: VectorTable | None = None, **parts: object) -> str:
     """A statement template with its parts filled in: those given, and those of ``table`` it names. The
     ``after`` condition (:func:`after_key`) may name the table's key."""
     if table is not None:
@@ -174,7 +170,7 @@ def statement(conn: AsyncConnection, template: str, table: VectorTable | None = 
             after = str(parts["after"])
             parts["after"] = render(after, **{name: own[name] for name in parts_of(after) & set(own)})
         parts = {**parts, **{name: own[name] for name in parts_of(template) & set(own)}}
-    return sql(conn, render(template, **parts))
+    return render(template, **parts)
 
 
 def scope_of(org_id: str | None) -> str:

@@ -13,9 +13,9 @@ Not on Citus: there the search reads no statistics (the coordinator keeps none o
 from __future__ import annotations
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.sql_text import quoted, render
 
 __all__ = ["SEARCHED", "analyze_searched"]
@@ -24,7 +24,7 @@ __all__ = ["SEARCHED", "analyze_searched"]
 SEARCHED = ("memories", "autogen_contents")
 
 
-async def analyze_searched(database: Database, *tables: str, conn: AsyncConnection | None = None) -> None:
+async def analyze_searched(database: Database, *tables: str, conn: Connection | None = None) -> None:
     """Analyze ``tables`` (of :data:`SEARCHED`, those an import wrote), in ``conn``'s transaction (an import's
     own, so that the statistics commit with its rows), or else in one of their own."""
     if await database.citus():

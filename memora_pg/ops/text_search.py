@@ -20,7 +20,6 @@ from sqlalchemy import text
 from memora_pg.db import Database
 from memora_pg.errors import InvalidInputError, MemoraPGError, sqlstate_of
 from memora_pg.sql_text import render
-from memora_pg.statements import sql
 
 # SQLSTATE 42704: undefined_object (no text-search configuration of that name).
 _UNDEFINED_OBJECT = "42704"
@@ -70,7 +69,7 @@ class Switched:
 async def current(database: Database) -> str:
     """The configuration the database's full-text vectors are written with."""
     async with database.transaction(read_only=True) as conn:
-        found: str = await conn.scalar(sql(conn, CURRENT))
+        found: str = await conn.scalar(CURRENT)
     return found
 
 
@@ -91,7 +90,7 @@ async def switch(
         async with database.transaction() as conn:
             await conn.execute(text("SELECT CAST(:config AS regconfig)"), {"config": config})
             # The name is checked above (a plain identifier) and by the cast: it can be part of the DDL.
-            await conn.execute(sql(conn, render(REPLACE, config=config)))
+            await conn.execute(render(REPLACE, config=config))
     except MemoraPGError as error:
         if sqlstate_of(error) == _UNDEFINED_OBJECT:
             raise InvalidInputError(f"The server has no text-search configuration {config!r}.") from error
@@ -99,13 +98,13 @@ async def switch(
     totals = {}
     async with database.transaction(read_only=True) as conn:
         for table in SOURCES:
-            totals[table] = int(await conn.scalar(sql(conn, render(TOTAL, table=table))) or 0)
+            totals[table] = int(await conn.scalar(render(TOTAL, table=table)) or 0)
     total, done = sum(totals.values()), 0
     for table, source in SOURCES.items():
         statement = render(REWRITE, table=table, key=KEYS[table], source=source)
         while True:
             async with database.transaction() as conn:
-                changed = (await conn.execute(sql(conn, statement), {"batch_size": batch_size})).rowcount
+                changed = await conn.execute(statement, {"batch_size": batch_size})
             if not changed:
                 break
             done += changed

@@ -6,12 +6,11 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
-from sqlalchemy import event
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import PostgresGraphDB, Settings
+from memora_pg import PostgresGraphDB, Settings, driver
 from memora_pg.embeddings import HashEmbedder
 from tests.citus.helpers import ref, remember, worlds
 from tests.citus.trace import Trace, assert_router_plannable, traced_engine
@@ -120,10 +119,7 @@ class _Sent:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.statements: list[tuple[str, Any]] = []
-        event.listen(engine.sync_engine, "before_cursor_execute", self._record)
-
-    def _record(self, conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
-        self.statements.append((statement, parameters))
+        driver.listen(engine, lambda statement, arguments: self.statements.append((statement, arguments)))
 
     def tables(self) -> list[tuple[str, Any]]:
         """The statements that read or write memora_pg's tables (not the catalog, not SET)."""
@@ -173,10 +169,9 @@ async def test_every_statement_of_the_main_calls_is_router_plannable(
         try:
             # A connection each: after the EXPLAIN of a routed multi-row insert, a savepoint of the
             # same transaction is not always usable again.
-            async with sent_engine.connect() as conn:
-                result = await conn.exec_driver_sql("EXPLAIN (COSTS OFF) " + statement, params)
-                rows = result.all() if result.returns_rows else []
-        except sa_exc.DBAPIError as error:
+            async with driver.checkout(sent_engine, settings.db_schema) as conn:
+                rows = await conn.raw.fetch("EXPLAIN (COSTS OFF) " + statement, *params)
+        except asyncpg.PostgresError as error:
             if "could not create distributed plan" not in str(error):
                 raise
             continue  # Citus cannot EXPLAIN this bound statement generically; the call itself ran

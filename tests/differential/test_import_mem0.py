@@ -204,8 +204,8 @@ async def test_an_interrupted_import_resumes_to_the_same_end(
         assert (resumed.memories_added, resumed.memories_unchanged) == (3, 2)
         assert await verify_mem0(database, mem0_source, _embedder(fake_openai)) == []
         async with database.transaction(read_only=True) as conn:
-            count = await conn.exec_driver_sql("SELECT count(*), count(DISTINCT memory_id) FROM memora.memories")
-            assert tuple(count.one()) == (5, 5)
+            count = await conn.one("SELECT count(*), count(DISTINCT memory_id) FROM {schema}.memories")
+            assert tuple(count) == (5, 5)
     finally:
         await database.close()
 

@@ -9,12 +9,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
-from memora_pg import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore, PostgresGraphDB
+from memora_pg import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore, PostgresGraphDB, vector_params
 from memora_pg.migrations import MigrationOptions, upgrade
 
 
@@ -118,3 +118,10 @@ async def seed_for_plans(url: str, seed: str, dimensions: int) -> None:
             await conn.execute(text("ANALYZE memora.memories"))
     finally:
         await engine.dispose()
+
+
+async def with_vector_codec(conn: AsyncConnection) -> None:
+    """pgvector's binary codec (memora_pg.vector_params) on a SQLAlchemy connection of a test's own, so that
+    the test can bind vectors as memora_pg's statements do."""
+    raw = (await conn.get_raw_connection()).driver_connection
+    await vector_params.register(raw)

@@ -28,12 +28,11 @@ from memora_pg.autogen import (
     PostgresMemory,
     SystemMessage,
 )
-from memora_pg.db import with_vector_codec
 from memora_pg.embeddings import HashEmbedder, LocalEmbedder
 from memora_pg.graph import autogen_contents as contents
 from memora_pg.graph import search
 from memora_pg.graph.autogen_contents import MAX_BYTES, MAX_TEXT_CHARS
-from tests.integration.helpers import Explain, executed_nodes, plan_nodes, world
+from tests.integration.helpers import Explain, executed_nodes, plan_nodes, with_vector_codec, world
 
 # A 1x1 PNG (red), small enough to inline.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC")

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import citus, migrations
+from memora_pg import citus, driver, migrations
 from memora_pg.errors import ConfigurationError
 
 SCHEMA = "memora"
@@ -25,18 +25,16 @@ async def test_migrated_schema_is_ready_for_distribution(database_url: str) -> N
     """The migrated schema has no table, key, foreign key, sequence or function that breaks distribution."""
     engine = create_async_engine(database_url)
     try:
-        async with engine.connect() as conn:
+        async with driver.checkout(engine, SCHEMA) as conn:
             problems = await citus.distribution_problems(conn, SCHEMA)
             checked = set(
-                (
-                    await conn.execute(
-                        text(
-                            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                            " WHERE n.nspname = :s AND c.relkind = 'r'"
-                        ),
-                        {"s": SCHEMA},
-                    )
-                ).scalars()
+                await conn.scalars(
+                    text(
+                        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                        " WHERE n.nspname = :s AND c.relkind = 'r'"
+                    ),
+                    {"s": SCHEMA},
+                )
             )
     finally:
         await engine.dispose()
@@ -97,11 +95,9 @@ CREATE TRIGGER touched BEFORE UPDATE ON bad.fine FOR EACH ROW EXECUTE FUNCTION b
 
 async def test_checker_reports_every_kind_of_violation(fresh_engine: AsyncEngine) -> None:
     """A schema breaking each rule once gets exactly one problem per broken rule, and none for the right tables."""
-    async with fresh_engine.begin() as conn:
-        await conn.execute(text("CREATE TABLE public.outside (org_id text PRIMARY KEY)"))
-        raw = await conn.get_raw_connection()
-        assert raw.driver_connection is not None
-        await raw.driver_connection.execute(BAD_SCHEMA)
+    async with driver.transaction(fresh_engine, "bad") as conn:
+        await conn.script("CREATE TABLE public.outside (org_id text PRIMARY KEY)")
+        await conn.script(BAD_SCHEMA)
         problems = await citus.distribution_problems(conn, "bad")
     assert {(problem.relation, problem.rule) for problem in problems} == {
         ("no_tenant", "no-org-id"),

@@ -1,8 +1,7 @@
-"""Calls of one statement run on the pooled connection's asyncpg connection (memora_pg.driver).
+"""Every statement runs on the pooled connection's asyncpg connection (memora_pg.driver).
 
-Each hot call of every face is checked to send its statement through that path (and nothing
-through SQLAlchemy's execution), to answer exactly what SQLAlchemy's path answers, and to leave
-the pool as it found it when the statement fails or is cancelled.
+Each hot call of every face is checked to send one statement, and every call nothing through
+SQLAlchemy's execution; a failed or cancelled statement leaves the pool as it found it.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
-from sqlalchemy.dialects.postgresql import psycopg
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings, driver
@@ -38,21 +36,18 @@ async def own_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
 
 
 class Faces:
-    """Every face on one engine, with the direct path on or off."""
+    """Every face on one engine."""
 
-    def __init__(self, engine: AsyncEngine, settings: Settings, direct: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-        chosen = settings.model_copy(update={"direct_statements": direct})
+    def __init__(self, engine: AsyncEngine, settings: Settings) -> None:
         embedder = HashEmbedder(384)
-        self.graph = PostgresGraphDB(engine, settings=chosen, embedder=embedder)
-        self.vectors = PgVectorDB(engine, settings=chosen, embedder=embedder)
-        self.dense = PgVectorDB(engine, settings=chosen, embedder=embedder, search_mode="dense")
-        # The mem0-style face reads memora_pg's settings from its configuration and the environment.
-        monkeypatch.setenv("MEMORA_PG_DIRECT_STATEMENTS", str(direct).lower())
-        store = {"collection_name": f"driver-{direct}", "schema": settings.db_schema}
+        self.graph = PostgresGraphDB(engine, settings=settings, embedder=embedder)
+        self.vectors = PgVectorDB(engine, settings=settings, embedder=embedder)
+        self.dense = PgVectorDB(engine, settings=settings, embedder=embedder, search_mode="dense")
+        store = {"collection_name": "driver", "schema": settings.db_schema}
         self.mem0 = AsyncMemory(
             MemoryConfig(vector_store={"provider": "pgvector", "config": store}), engine=engine, embedder=embedder
         )
-        self.autogen = PostgresMemory("driver", engine=engine, settings=chosen, embedder=embedder)
+        self.autogen = PostgresMemory("driver", engine=engine, settings=settings, embedder=embedder)
 
 
 async def _hot_calls(faces: Faces) -> dict[str, Call]:
@@ -99,7 +94,7 @@ async def _hot_calls(faces: Faces) -> dict[str, Call]:
 
 def _routes(engine: AsyncEngine) -> tuple[list[str], list[str]]:
     """The statements sent through SQLAlchemy's execution, and all the statements sent (``driver.listen``
-    sees both paths), from now on."""
+    sees both), from now on."""
     through_sqlalchemy: list[str] = []
     sent: list[str] = []
     event.listen(engine.sync_engine, "before_cursor_execute", lambda *args: through_sqlalchemy.append(args[2]))
@@ -107,14 +102,12 @@ def _routes(engine: AsyncEngine) -> tuple[list[str], list[str]]:
     return through_sqlalchemy, sent
 
 
-async def test_every_hot_call_sends_its_statement_directly(
-    own_engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+async def test_every_hot_call_sends_one_statement_and_nothing_through_sqlalchemy(
+    own_engine: AsyncEngine, settings: Settings
 ) -> None:
-    """After its first call (compiling, and learning its columns' types), each hot call of each face
-    is one statement on the driver path, none through SQLAlchemy's execution."""
-    calls = await _hot_calls(Faces(own_engine, settings, True, monkeypatch))
+    """Each hot call of each face is one statement on the driver, none through SQLAlchemy's execution."""
+    calls = await _hot_calls(Faces(own_engine, settings))
     for call in calls.values():
-        await call()
         await call()
     through_sqlalchemy, sent = _routes(own_engine)
     for name, call in calls.items():
@@ -124,55 +117,24 @@ async def test_every_hot_call_sends_its_statement_directly(
         assert (len(through_sqlalchemy), len(sent)) == (0, 1), name
 
 
-# What differs between the two sets of rows the comparison reads (their ids, owners and times).
-DIFFERING = (
-    "id",
-    "memory_id",
-    "interaction_id",
-    "org_id",
-    "user_id",
-    "agent_id",
-    "created_at",
-    "updated_at",
-    "obtained_at",
-)
-
-
-def _comparable(value: Any) -> Any:
-    """A call's answer with what differs between two users' rows taken out."""
-    if hasattr(value, "model_dump"):
-        return _comparable(value.model_dump())
-    if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items() if k not in DIFFERING}
-    if isinstance(value, list | tuple):
-        return [_comparable(v) for v in value]
-    return value
-
-
-async def test_the_direct_path_answers_as_sqlalchemy_does(
-    own_engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+async def test_calls_of_several_statements_send_nothing_through_sqlalchemy(
+    own_engine: AsyncEngine, settings: Settings
 ) -> None:
-    """The reads give the same models, scores and rows with the direct path on and off."""
-    on = await _hot_calls(Faces(own_engine, settings, True, monkeypatch))
-    off = await _hot_calls(Faces(own_engine, settings, False, monkeypatch))
-    for name in on:
-        if name in ("save", "mem0 add"):
-            continue
-        for _ in range(2):  # the second call of a Core statement is the first one on the direct path
-            await on[name]()
-        found_on, found_off = await on[name](), await off[name]()
-        assert _comparable(found_on) == _comparable(found_off), name
-
-
-async def test_direct_statements_off_sends_everything_through_sqlalchemy(
-    own_engine: AsyncEngine, settings: Settings, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    calls = await _hot_calls(Faces(own_engine, settings, False, monkeypatch))
+    """The transactions (creates, updates, deletes of every face) run on the driver too, in one transaction."""
+    faces = Faces(own_engine, settings)
+    graph = faces.graph
+    w = await world(graph)
+    added = await faces.mem0.add("I like green tea", user_id="jake", infer=False)
+    tea = added["results"][0]["id"]
     through_sqlalchemy, sent = _routes(own_engine)
-    for call in calls.values():
-        await call()
-    assert through_sqlalchemy
-    assert sent == through_sqlalchemy
+    await graph.create_user(w.org_id, "second user")
+    await faces.mem0.update(tea, "I like black tea")
+    await faces.mem0.delete(tea)
+    await faces.autogen.add(MemoryContent(content="The user likes green tea", mime_type="text/plain"))
+    await faces.autogen.clear()
+    await graph.delete_all_user_memories(w.org_id, w.user_id)
+    assert through_sqlalchemy == []
+    assert len(sent) >= 6
 
 
 async def test_a_refused_statement_is_translated_and_the_connection_reused(
@@ -221,7 +183,7 @@ async def test_rows_read_like_sqlalchemy_rows(own_engine: AsyncEngine, settings:
         _ = row.three
 
 
-async def test_the_engine_echo_logs_direct_statements(
+async def test_the_engine_echo_logs_memora_pgs_statements(
     database_url: str, settings: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
     engine = create_async_engine(database_url, echo=True)
@@ -232,7 +194,3 @@ async def test_the_engine_echo_logs_direct_statements(
         assert any("AS echoed" in record.getMessage() for record in caplog.records)
     finally:
         await engine.dispose()
-
-
-def test_an_engine_of_another_driver_runs_through_sqlalchemy() -> None:
-    assert driver.prepared(Statement("SELECT 1"), "memora", psycopg.dialect()) is None

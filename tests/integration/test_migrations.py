@@ -15,7 +15,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from alembic import command
-from memora_pg import PostgresGraphDB, Settings, migrations
+from memora_pg import PostgresGraphDB, Settings, driver, migrations
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.migrations import MigrationOptions
 
@@ -73,7 +73,7 @@ async def test_upgrade_downgrade_upgrade(fresh_database: str) -> None:
         assert await _tables(fresh_database, "roundtrip") == {"alembic_version"}
         await migrations.upgrade(engine, options)
         assert {"organizations", "memories", "memory_updates"} <= await _tables(fresh_database, "roundtrip")
-        async with engine.connect() as conn:
+        async with driver.checkout(engine, "roundtrip") as conn:
             assert await migrations.current_revision(conn, "roundtrip") == migrations.head_revision()
     finally:
         await engine.dispose()

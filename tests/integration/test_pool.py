@@ -14,6 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import DatabaseError, PostgresGraphDB, Settings, pool
+from memora_pg import driver as memora_driver
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.ops.indexes import raise_build_memory
 from memora_pg.pool import needs_ping, socket_has_news
@@ -147,7 +148,7 @@ async def test_a_connection_closed_by_the_server_shows_on_its_socket(database_ur
     graph = _graph(settings, pool_size=1, max_overflow=0)
     try:
         async with graph.database.transaction() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
+            driver = conn.raw
             pid = await conn.scalar(text("SELECT pg_backend_pid()"))
         assert not socket_has_news(driver)
         await _terminate(database_url, pid)
@@ -163,7 +164,7 @@ async def test_index_builds_get_their_memory_and_never_less(
 ) -> None:
     """raise_build_memory: maintenance_work_mem of INDEX_BUILD_MEMORY for the transaction, never below the server's."""
     own = settings.model_copy(update={"index_build_memory": configured})
-    async with engine.begin() as conn:
+    async with memora_driver.transaction(engine, "memora") as conn:
         await conn.execute(text("SET LOCAL maintenance_work_mem = '64MB'"))
         await raise_build_memory(conn, own, local=True)
         assert await conn.scalar(text("SHOW maintenance_work_mem")) == expected

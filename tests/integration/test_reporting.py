@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import ConfigurationError, InvalidInputError, PgVectorDB, PostgresGraphDB, Settings, migrations
+from memora_pg import ConfigurationError, InvalidInputError, PgVectorDB, PostgresGraphDB, Settings, driver, migrations
 from memora_pg.db import Database
 from memora_pg.migrations import MigrationOptions
 from memora_pg.ops import report
@@ -666,7 +666,7 @@ async def test_views_migrate_up_down_and_up(fresh_database: str) -> None:
         assert all(reloptions == ["security_invoker=true"] for reloptions in views.values())
         await migrations.downgrade(engine, options, "0003")
         assert await _views(fresh_database, "reports") == {}
-        async with engine.connect() as conn:
+        async with driver.checkout(engine, "reports") as conn:
             assert await migrations.current_revision(conn, "reports") == "0003"
         await migrations.upgrade(engine, options)
         assert set(await _views(fresh_database, "reports")) == VIEWS

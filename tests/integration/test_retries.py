@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from memora_pg import PostgresGraphDB, Settings
 from memora_pg.db import RETRIES, Database, unit_of_work
+from memora_pg.driver import Connection
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.errors import DatabaseError, TransientDatabaseError
 from tests.conftest import TEST_SCHEMA
@@ -24,7 +25,7 @@ async def test_a_real_deadlock_is_a_transient_error(engine: AsyncEngine) -> None
     first_locked, second_locked = asyncio.Event(), asyncio.Event()
 
     async def lock(mine: str, theirs: str, locked: asyncio.Event, other: asyncio.Event) -> None:
-        async with unit_of_work(engine) as conn:
+        async with unit_of_work(engine, "memora") as conn:
             await conn.execute(text("SELECT 1 FROM memora.organizations WHERE org_id = :o FOR UPDATE"), {"o": mine})
             locked.set()
             await other.wait()
@@ -127,7 +128,7 @@ async def test_a_failure_that_is_not_a_race_is_not_retried(engine: AsyncEngine, 
     """Database.retrying runs work that fails for another reason once."""
     calls = 0
 
-    async def broken(conn: AsyncConnection) -> None:
+    async def broken(conn: Connection) -> None:
         nonlocal calls
         calls += 1
         raise DatabaseError("not a race")

@@ -20,12 +20,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import MemorySearchScope, PgVectorDB, Settings
-from memora_pg.db import with_vector_codec
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.graph import nearest, scoring, search
 from memora_pg.mem0 import shapes
 from tests.conftest import _create_database, _drop_database
-from tests.integration.helpers import Explain, executed_nodes, seed_for_plans
+from tests.integration.helpers import Explain, executed_nodes, seed_for_plans, with_vector_codec
 
 DIMENSIONS = 32
 LARGE = 10_000

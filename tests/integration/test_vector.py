@@ -345,7 +345,6 @@ async def test_a_callers_engine_gets_the_binary_vector_codec_once(database_url: 
         store = PgVectorDB(engine, embedder=HashEmbedder(384))
         await store.setup()
         async with store.database.transaction() as conn:
-            assert conn.info["memora_pg_vector_codec"] is True
             value = await conn.scalar(text("SELECT CAST(:v AS vector)"), {"v": vector_params.one([0.5, -1.0])})
         assert isinstance(value, np.ndarray)
         assert value.tolist() == [0.5, -1.0]
@@ -353,16 +352,17 @@ async def test_a_callers_engine_gets_the_binary_vector_codec_once(database_url: 
         await engine.dispose()
 
 
-async def test_a_database_without_pgvector_marks_nothing(fresh_database: str) -> None:
-    """Before migrations install pgvector no codec is registered, and the next transaction tries again."""
+async def test_a_database_without_pgvector_gets_the_codec_once_it_has_it(fresh_database: str) -> None:
+    """Before migrations install pgvector no codec is registered, and the next transaction tries again: on
+    the same pooled connection, vectors then read as numpy arrays."""
     engine = create_async_engine(fresh_database, pool_size=1, max_overflow=0)
     database = Database(engine, settings=Settings())
     try:
         async with database.transaction() as conn:
-            assert "memora_pg_vector_codec" not in conn.info
             await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
         async with database.transaction() as conn:
-            assert conn.info["memora_pg_vector_codec"] is True
+            value = await conn.scalar(text("SELECT CAST(:v AS vector)"), {"v": vector_params.one([0.5, -1.0])})
+            assert isinstance(value, np.ndarray)
     finally:
         await database.close()
         await engine.dispose()

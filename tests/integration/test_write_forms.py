@@ -19,7 +19,7 @@ from memora_pg.db import Database
 from memora_pg.graph import audit, saves
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory
-from memora_pg.statements import Statement, run
+from memora_pg.statements import Statement
 from tests.integration.helpers import world
 
 AT = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
@@ -39,7 +39,7 @@ def _items(dimensions: int) -> list[NewMemory]:
 
 async def _both(database: Database, org_id: str, one: Statement, alone: Statement) -> None:
     async with database.transaction(org_id=org_id) as conn:
-        await run(conn, one)
+        await conn.fetch(one.sql, one.params)
         assert alone.steps is not None
         await alone.steps(conn)
 

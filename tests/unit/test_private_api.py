@@ -54,6 +54,7 @@ def _cache_key() -> None:
     key = (column("x") == 1)._generate_cache_key()
     assert key is not None
     assert hasattr(key, "key")
+    assert [bind.effective_value for bind in key.bindparams] == [1]
 
 
 def _transport() -> None:

@@ -44,7 +44,6 @@ from memora_pg.ops.importers.source import (
 )
 from memora_pg.ops.statistics import analyze_searched
 from memora_pg.sql_text import render
-from memora_pg.statements import sql
 
 Progress = Callable[[int, int], None]
 ITEM_NAMESPACE = uuid.UUID("5f0c1a3e-8d2b-4c61-a7e4-3b9d0f2c6a18")
@@ -195,7 +194,7 @@ async def _write(
     if migrated:
         async with database.transaction(read_only=dry_run, org_id=source.org_id) as conn:
             ids = [i.content_id for i in batch]
-            rows = await conn.execute(sql(conn, VERSIONS), {"org_id": source.org_id, "content_ids": ids})
+            rows = await conn.fetch(VERSIONS, {"org_id": source.org_id, "content_ids": ids})
             present = {r.content_id: r.version for r in rows}
     fresh = [i for i in batch if i.content_id not in present]
     changed = [i for i in batch if i.content_id in present and present[i.content_id] != i.version]
@@ -217,4 +216,4 @@ async def _write(
         "created": [i.created_at for i in writes],
     }
     async with database.transaction(org_id=source.org_id) as conn:
-        await conn.execute(sql(conn, WRITE), params)
+        await conn.execute(WRITE, params)

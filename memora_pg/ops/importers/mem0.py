@@ -38,7 +38,6 @@ from memora_pg.ops.importers import mem0_records as records
 from memora_pg.ops.importers.source import Counts, Snapshot, check_batch_size, quoted, target_ready
 from memora_pg.ops.statistics import analyze_searched
 from memora_pg.sql_text import render
-from memora_pg.statements import sql
 
 Progress = Callable[[int, int], None]
 
@@ -329,7 +328,7 @@ async def _write_memories(
     if migrated:
         async with database.transaction(read_only=dry_run, org_id=source.org_id) as conn:
             ids = [m.memory_id for m in batch]
-            for row in await conn.execute(sql(conn, VERSIONS), {"org_id": source.org_id, "memory_ids": ids}):
+            for row in await conn.fetch(VERSIONS, {"org_id": source.org_id, "memory_ids": ids}):
                 if row.deleted:
                     deleted_here.add(row.memory_id)
                 else:
@@ -367,7 +366,7 @@ async def _write_memories(
         "expires": [m.expires_at for m in writes],
     }
     async with database.transaction(org_id=source.org_id) as conn:
-        await conn.execute(sql(conn, WRITE_MEMORIES), params)
+        await conn.execute(WRITE_MEMORIES, params)
 
 
 async def _write_events(
@@ -391,7 +390,7 @@ async def _write_events(
             if migrated:
                 async with database.transaction(read_only=True, org_id=source.org_id) as conn:
                     ids = [e.event_id for e in batch]
-                    present = int(await conn.scalar(sql(conn, EVENTS_PRESENT), {"org_id": source.org_id, "ids": ids}))
+                    present = int(await conn.scalar(EVENTS_PRESENT, {"org_id": source.org_id, "ids": ids}))
             done.events_present += present
             done.events_added += len(batch) - present
         else:
@@ -411,7 +410,7 @@ async def _write_events(
                 "at": [e.at for e in batch],
             }
             async with database.transaction(org_id=source.org_id) as conn:
-                added = int(await conn.scalar(sql(conn, WRITE_EVENTS), params) or 0)
+                added = int(await conn.scalar(WRITE_EVENTS, params) or 0)
             done.events_added += added
             done.events_present += len(batch) - added
         batch.clear()

@@ -18,7 +18,6 @@ from memora_pg.embeddings import Embedder
 from memora_pg.mem0.memory import AsyncMemory
 from memora_pg.ops.importers import mem0_records as records
 from memora_pg.ops.importers.mem0 import Collection, Mem0Source, history_rows
-from memora_pg.statements import sql
 
 # mem0's get: these payload keys are shown beside the text, the others (but its own) as metadata.
 SHOWN = ("user_id", "agent_id", "run_id", "actor_id", "role", "expiration_date")
@@ -80,7 +79,7 @@ async def verify_mem0(
                                 f"memory {memory_id}: {key} is {mine.get(key)!r}, the source has {theirs.get(key)!r}"
                             )
         async with database.transaction(read_only=True, org_id=source.org_id) as conn:
-            present = {str(r.memory_id) for r in await conn.execute(sql(conn, ALL_IDS), {"org_id": source.org_id})}
+            present = {str(r.memory_id) for r in await conn.fetch(ALL_IDS, {"org_id": source.org_id})}
         differences += [f"memory {m}: only in memora_pg" for m in sorted(present - seen)]
         differences += await _history_differences(face, source, None if deleted_history else seen)
     finally:

@@ -14,14 +14,12 @@ from dataclasses import dataclass, fields
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
-from sqlalchemy.engine import Row
-
 from memora_pg.db import Database, unit_of_work
+from memora_pg.driver import Row
 from memora_pg.errors import ConfigurationError, DatabaseError, InvalidInputError, sqlstate_of
 from memora_pg.graph import validate as check
 from memora_pg.schema import TENANT_TABLES
 from memora_pg.sql_text import render
-from memora_pg.statements import sql
 
 BUSIEST_USERS = 10
 BUSIEST_AGENTS = 20
@@ -315,17 +313,17 @@ async def headline(
     params: dict[str, Any] = {"org_id": org_id, "busiest_users": BUSIEST_USERS, "busiest_agents": BUSIEST_AGENTS}
     params |= {"first_day": first_day, "days": days}
     # One snapshot for every section: the numbers add up even while agents write.
-    engine = (await database.engine()).execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+    engine = await database.engine()
     try:
-        async with unit_of_work(engine) as conn:
-            totals = (await conn.execute(sql(conn, _in_org(TOTALS, org_id)), params)).one()
-            users = (await conn.execute(sql(conn, _in_org(USERS, org_id)), params)).all()
-            agents = (await conn.execute(sql(conn, _in_org(AGENTS, org_id)), params)).all()
-            growth = (await conn.execute(sql(conn, _in_org(GROWTH, org_id)), params)).all()
+        async with unit_of_work(engine, database.schema, read_only=True, snapshot=True) as conn:
+            totals = await conn.one(_in_org(TOTALS, org_id), params)
+            users = await conn.fetch(_in_org(USERS, org_id), params)
+            agents = await conn.fetch(_in_org(AGENTS, org_id), params)
+            growth = await conn.fetch(_in_org(GROWTH, org_id), params)
             # Whether the view exists is read with the totals: a failing statement would end the snapshot.
             timeline: Timeline | None = None
             if totals.has_timeline:
-                daily = (await conn.execute(sql(conn, _in_org(TIMELINE, org_id)), params)).all()
+                daily = await conn.fetch(_in_org(TIMELINE, org_id), params)
                 timeline = timeline_of([_from_row(TimelinePeriod, row) for row in daily])
     except DatabaseError as error:
         if sqlstate_of(error) == _UNDEFINED_TABLE:
@@ -351,6 +349,6 @@ async def headline(
     )
 
 
-def _from_row(kind: type[_Record], row: Row[Any]) -> _Record:
+def _from_row(kind: type[_Record], row: Row) -> _Record:
     """A dataclass from the row's columns of the same names (the statements name them so)."""
     return kind(**{field.name: row._mapping[field.name] for field in fields(kind)})

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO, TextIO
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
+from memora_pg import driver
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.errors import InvalidInputError, NotFoundError, database_errors
 from memora_pg.ops.transfer.records import (
     BY_NAME,
@@ -84,30 +85,32 @@ async def _snapshot(database: Database, org_id: str | None) -> AsyncGenerator[tu
     """
     engine = await database.engine()
     with database_errors():
-        async with engine.connect() as conn:
-            # One snapshot for every table, so that the export is consistent under concurrent writes.
-            await conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-            async with conn.begin():
-                revision, dimensions = await schema_state(conn, database)
-                if org_id is not None and not await _organization_exists(conn, org_id):
-                    raise NotFoundError(f"Organization {org_id!r} does not exist.")
-                header = {
-                    "type": FORMAT,
-                    "version": VERSION,
-                    "schema_revision": revision,
-                    "embedding_dimensions": dimensions,
-                    "exported_at": datetime.now(timezone.utc).isoformat(),
-                    "org_id": org_id,
-                }
-                yield FORMAT, [json.dumps(header)]
-                for table in EXPORTED_TABLES:
-                    statement = select_records(table, org_id).execution_options(yield_per=EXPORT_BATCH_ROWS)
-                    result = await conn.stream(statement)
-                    async for batch in result.scalars().partitions():
+        # One snapshot for every table, so that the export is consistent under concurrent writes.
+        async with driver.transaction(engine, database.schema, snapshot=True) as conn:
+            revision, dimensions = await schema_state(conn, database)
+            if org_id is not None and not await _organization_exists(conn, org_id):
+                raise NotFoundError(f"Organization {org_id!r} does not exist.")
+            header = {
+                "type": FORMAT,
+                "version": VERSION,
+                "schema_revision": revision,
+                "embedding_dimensions": dimensions,
+                "exported_at": datetime.now(timezone.utc).isoformat(),
+                "org_id": org_id,
+            }
+            yield FORMAT, [json.dumps(header)]
+            for table in EXPORTED_TABLES:
+                batch: list[Any] = []
+                async for row in conn.stream(select_records(table, org_id), batch=EXPORT_BATCH_ROWS):
+                    batch.append(row[0])
+                    if len(batch) == EXPORT_BATCH_ROWS:
                         yield table.name, batch
+                        batch = []
+                if batch:
+                    yield table.name, batch
 
 
-async def _organization_exists(conn: AsyncConnection, org_id: str) -> bool:
+async def _organization_exists(conn: Connection, org_id: str) -> bool:
     found = await conn.scalar(select(organizations.c.org_id).where(organizations.c.org_id == org_id))
     return found is not None
 

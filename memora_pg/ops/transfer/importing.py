@@ -25,9 +25,9 @@ import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Table, cast, func, select, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import REGCLASS
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.errors import AlreadyExistsError, ConfigurationError, InvalidInputError, NotFoundError, translate
 from memora_pg.graph import versions
 from memora_pg.ops.indexes import prepare_build
@@ -47,7 +47,7 @@ from memora_pg.ops.transfer.records import (
     staged,
 )
 from memora_pg.sql_text import quoted, render
-from memora_pg.statements import in_schema, sql
+from memora_pg.statements import in_schema
 
 __all__ = ["import_"]
 
@@ -225,7 +225,7 @@ async def _read_ahead(batches: Iterable[_Batch]) -> AsyncGenerator[_Batch, None]
 class _Writer:
     """Batches into their tables, on the connection (and in the transaction) of the import."""
 
-    def __init__(self, conn: AsyncConnection, schema: str, progress: Progress | None) -> None:
+    def __init__(self, conn: Connection, schema: str, progress: Progress | None) -> None:
         self.conn = conn
         self.schema = schema
         self.progress = progress
@@ -240,24 +240,22 @@ class _Writer:
         else:
             if staging.name not in self.created:
                 for statement in staging.create:
-                    await self.conn.execute(text(statement))
+                    await self.conn.script(statement)
                 self.created.add(staging.name)
             await self._copy(batch, staging.name, None)
             try:
-                await self.conn.execute(text(staging.move))
-            except sa_exc.DBAPIError as error:
+                await self.conn.script(staging.move)
+            except asyncpg.PostgresError as error:
                 raise self._refused(batch, error) from error
-            await self.conn.execute(text(f'TRUNCATE "{staging.name}"'))
+            await self.conn.script(f'TRUNCATE "{staging.name}"')
         self.written += len(batch.records)
         if self.progress is not None:
             self.progress(self.written)
 
     async def _copy(self, batch: _Batch, table: str, schema: str | None) -> None:
         """COPY on the driver's connection of this same transaction."""
-        driver = (await self.conn.get_raw_connection()).driver_connection
-        assert driver is not None
         try:
-            await driver.copy_records_to_table(
+            await self.conn.raw.copy_records_to_table(
                 table, schema_name=schema, records=batch.records, columns=list(batch.route.columns)
             )
         except asyncpg.PostgresError as error:
@@ -297,22 +295,22 @@ ORDER BY ix.relname
 DATABASE_IS_EMPTY = "SELECT NOT EXISTS (SELECT 1 FROM {schema}.organizations LIMIT 1)"
 
 
-async def _set_aside_vector_indexes(conn: AsyncConnection, schema: str) -> list[str]:
+async def _set_aside_vector_indexes(conn: Connection, schema: str) -> list[str]:
     """Into an empty database, drop the HNSW indexes and return the statements that rebuild them.
 
     Building an HNSW index once over all rows is about ten times faster than inserting the
     rows into it one by one. Every row belongs to an organization, so no organization means
     no row, and no one else's data behind the lock that DROP INDEX takes until the commit.
     """
-    if not await conn.scalar(sql(conn, DATABASE_IS_EMPTY)):
+    if not await conn.scalar(DATABASE_IS_EMPTY):
         return []
-    indexes = (await conn.execute(text(VECTOR_INDEXES), {"schema": schema})).all()
+    indexes = await conn.fetch(text(VECTOR_INDEXES), {"schema": schema})
     for index in indexes:
         await conn.execute(in_schema(render("DROP INDEX {schema}.{index}", index=quoted(str(index.name))), schema))
     return [index.definition for index in indexes]
 
 
-async def _advance_identities(conn: AsyncConnection, schema: str) -> None:
+async def _advance_identities(conn: Connection, schema: str) -> None:
     """Move each identity sequence past the largest imported value, never backwards."""
     for table in EXPORTED_TABLES:
         for column in table.columns:

@@ -39,11 +39,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import TSVECTOR
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import Null
 
 from memora_pg import catalog, migrations
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.errors import ConfigurationError, InvalidInputError
 from memora_pg.ops.transfer.values import DECODERS, Number, VectorText, no_constant, vector_length
 from memora_pg.schema import (
@@ -382,7 +382,7 @@ def _source_text(row: dict[str, Any], source: tuple[str, ...]) -> str | None:
 # -- the database at either end --------------------------------------------------------------
 
 
-async def schema_state(conn: AsyncConnection, database: Database) -> tuple[str, int]:
+async def schema_state(conn: Connection, database: Database) -> tuple[str, int]:
     """The schema revision and vector dimension a header records, once the database suits a transfer.
 
     A schema not at head, or row-level security that applies to this role (it would hide rows
