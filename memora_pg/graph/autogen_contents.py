@@ -19,10 +19,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, bindparam, delete, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.engine import RowMapping
 
 from memora_pg import vector_params
-from memora_pg.driver import Connection
+from memora_pg.driver import Connection, Row
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.validate import no_nul
 from memora_pg.schema import autogen_contents, organizations
@@ -92,7 +91,7 @@ RETURNED = ("content_id", "mime_type", "content_text", "content_json", "content_
 _COLUMNS = tuple(c[name] for name in RETURNED)
 
 
-def stored(row: RowMapping | dict[str, Any], score: float | None = None) -> StoredContent:
+def stored(row: Row | dict[str, Any], score: float | None = None) -> StoredContent:
     """An entry as read back (``score`` and the row's ``cosine`` for a search hit)."""
     score = row.get("score", score)
     similarity = row.get("cosine")
