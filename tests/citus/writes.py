@@ -6,7 +6,8 @@ Two questions behind the Citus save's figure in BENCHMARKS.md, on tables of thei
   a routed insert on the coordinator and sends it to the worker as text, so each vector is printed there and
   parsed again on the worker;
 * one call or several: three 10-row inserts as a PL/pgSQL function distributed by the tenant column (Citus
-  runs it on the worker, in one call) against the same inserts as three statements in a transaction;
+  runs it on the worker, in one call) against the same inserts as three statements in a transaction, and the
+  10 vectors written by such a function;
 * and where memora_pg's own save of 10 memories spends its time on the cluster: each statement's share,
   from :func:`memora_pg.driver.listen` (the time from one statement's start to the next one's, or to the
   call's end).
@@ -40,6 +41,12 @@ ROWS = 10
 VALUES = ", ".join(f"($1, ${2 * k + 2}, ${2 * k + 3})" for k in range(ROWS))
 VECTOR_TABLE = "CREATE TABLE vectors (org_id text, id int, embedding vector(384), PRIMARY KEY (org_id, id))"
 INSERT_VECTORS = f"INSERT INTO vectors VALUES {VALUES}"
+VECTORS_IN_ONE_CALL = """
+CREATE FUNCTION write_vectors(p_org text, p_ids int[], p_vectors vector[]) RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO vectors SELECT p_org, i, e FROM unnest(p_ids, p_vectors) AS u(i, e);
+    RETURN 1;
+END $$"""
 THREE_INSERTS = """
 CREATE FUNCTION write_three(p_org text, p_ids int[], p_values text[]) RETURNS int LANGUAGE plpgsql AS $$
 BEGIN
@@ -69,12 +76,17 @@ async def measure(url: str, *, citus: bool) -> dict[str, float]:
         for table in TABLES:
             await conn.execute(f"CREATE TABLE {table} (org_id text, id int, v text, PRIMARY KEY (org_id, id))")
         await conn.execute(THREE_INSERTS)
+        await conn.execute(VECTORS_IN_ONE_CALL)
         if citus:
             await conn.execute("SELECT create_distributed_table('vectors', 'org_id')")
             for table in TABLES:
                 await conn.execute(f"SELECT create_distributed_table('{table}', 'org_id', colocate_with => 'vectors')")
             await conn.execute(
                 "SELECT create_distributed_function('write_three(text,int[],text[])', 'p_org', colocate_with => 'w1')"
+            )
+            await conn.execute(
+                "SELECT create_distributed_function('write_vectors(text,int[],vector[])', 'p_org', "
+                "colocate_with => 'vectors')"
             )
         await vector_params.register(conn)
         vector = vector_params.one(np.random.default_rng(7).random(384).tolist())
@@ -91,6 +103,9 @@ async def measure(url: str, *, citus: bool) -> dict[str, float]:
 
         async def without_vectors() -> None:
             await conn.execute(INSERT_VECTORS, "org", *[x for i in batch() for x in (i, None)])
+
+        async def vectors_in_one_call() -> None:
+            await conn.fetchval("SELECT write_vectors($1, $2, $3)", "org", batch(), [vector] * ROWS)
 
         async def one_call() -> None:
             await conn.fetchval("SELECT write_three($1, $2, $3)", "org", batch(), texts)
@@ -109,6 +124,9 @@ async def measure(url: str, *, citus: bool) -> dict[str, float]:
         return {
             f"{ROWS}-row insert with a vector per row": await _p50(with_vectors),
             f"{ROWS}-row insert without vectors": await _p50(without_vectors),
+            f"{ROWS}-row insert with a vector per row, one call of a distributed PL/pgSQL function": await _p50(
+                vectors_in_one_call
+            ),
             f"three {ROWS}-row inserts, one call of a distributed PL/pgSQL function": await _p50(one_call),
             f"three {ROWS}-row inserts, three statements in a transaction": await _p50(three_statements),
         }
