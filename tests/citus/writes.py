@@ -7,7 +7,8 @@ Two questions behind the Citus save's figure in BENCHMARKS.md, on tables of thei
   parsed again on the worker;
 * one call or several: three 10-row inserts as a PL/pgSQL function distributed by the tenant column (Citus
   runs it on the worker, in one call) against the same inserts as three statements in a transaction, and the
-  10 vectors written by such a function;
+  10 vectors written by such a function, or by an ``INSERT ... SELECT FROM unnest`` (which Citus pulls to the
+  coordinator and copies into the shard);
 * and where memora_pg's own save of 10 memories spends its time on the cluster: each statement's share,
   from :func:`memora_pg.driver.listen` (the time from one statement's start to the next one's, or to the
   call's end).
@@ -104,6 +105,14 @@ async def measure(url: str, *, citus: bool) -> dict[str, float]:
         async def without_vectors() -> None:
             await conn.execute(INSERT_VECTORS, "org", *[x for i in batch() for x in (i, None)])
 
+        async def vectors_from_unnest() -> None:
+            await conn.execute(
+                "INSERT INTO vectors SELECT $1, i, e FROM unnest($2::int[], $3::vector[]) AS u(i, e)",
+                "org",
+                batch(),
+                [vector] * ROWS,
+            )
+
         async def vectors_in_one_call() -> None:
             await conn.fetchval("SELECT write_vectors($1, $2, $3)", "org", batch(), [vector] * ROWS)
 
@@ -124,6 +133,7 @@ async def measure(url: str, *, citus: bool) -> dict[str, float]:
         return {
             f"{ROWS}-row insert with a vector per row": await _p50(with_vectors),
             f"{ROWS}-row insert without vectors": await _p50(without_vectors),
+            f"{ROWS}-row insert with a vector per row, INSERT ... SELECT FROM unnest": await _p50(vectors_from_unnest),
             f"{ROWS}-row insert with a vector per row, one call of a distributed PL/pgSQL function": await _p50(
                 vectors_in_one_call
             ),
