@@ -295,7 +295,7 @@ class Connection:
 
     async def _sent(self, statement: Sql, params: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
         query, own = prepared(statement, self.schema, self._engine.dialect)
-        sql, arguments = query.bind({**own, **params} if own and params else own or params or {})
+        sql, arguments = query.bind({**own, **(params or {})} if own else params or {})
         if not query.checked:
             described = await self.raw.prepare(sql)
             query.check_columns([attribute.type.oid for attribute in described.get_attributes()])

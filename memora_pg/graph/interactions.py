@@ -280,7 +280,7 @@ async def memory_ids(conn: Connection, *, org_id: str, user_id: str, interaction
     params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id}
     if await conn.first(LOCK_FOR_DELETE, params) is None:
         return None
-    return list(await conn.scalars(PRODUCED_MEMORIES, params))
+    return await conn.scalars(PRODUCED_MEMORIES, params)
 
 
 async def delete_one(

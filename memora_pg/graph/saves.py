@@ -70,7 +70,7 @@ async def _memories_alone(conn: Connection, params: dict[str, Any], *, link: boo
     await rows.insert(conn, SOURCES, params)
     linked: list[uuid.UUID] = []
     if link and params["new_ids"]:
-        linked = list(await conn.scalars(LINKS_ALONE, params))
+        linked = await conn.scalars(LINKS_ALONE, params)
         await versions.clock_linked(conn, org_id=params["org_id"], linked=linked)
     await rows.insert(conn, audit.ARM, params)
     return _Result(written=written, linked=linked)

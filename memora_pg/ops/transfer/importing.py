@@ -23,7 +23,6 @@ from typing import Any, BinaryIO, TextIO
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Table, cast, func, select, text
-from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import REGCLASS
 
 from memora_pg.db import Database
@@ -266,7 +265,7 @@ class _Writer:
             ) from error
 
     @staticmethod
-    def _refused(batch: _Batch, error: sa_exc.DBAPIError | asyncpg.PostgresError) -> Exception:
+    def _refused(batch: _Batch, error: asyncpg.PostgresError) -> Exception:
         """The error of a batch the database refused, naming its lines."""
         name = batch.route.table.name
         found = translate(error)
@@ -276,8 +275,7 @@ class _Writer:
                 "a key). Import into a database without the exported organizations."
             )
         if isinstance(found, InvalidInputError | NotFoundError):  # a malformed value, a row the file lacks
-            detail = getattr(error, "orig", error)
-            return InvalidInputError(f"{batch.lines}: the database refused these {name} rows. {detail}")
+            return InvalidInputError(f"{batch.lines}: the database refused these {name} rows. {error}")
         return found
 
 
