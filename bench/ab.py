@@ -62,7 +62,8 @@ async def compare(
     """One round: both sides' calls on the database at ``url``, each side's times added to ``spent``."""
     sides = {}
     for side in ("after", "before") if after_first else ("before", "after"):
-        sides[side] = await (after_calls if side == "after" else before).calls(url)
+        # A schema each: the two trees may stand at different migrations.
+        sides[side] = await (after_calls if side == "after" else before).calls(url, schema=f"bench_{side}")
     for name in sides["after"]:
         spent.setdefault(name, {"after": [], "before": []})
     for i in range(warmup + iterations):

@@ -55,8 +55,9 @@ def _save(graph: PostgresGraphDB, w: tuple[str, str, str], text: str) -> Awaitab
     )
 
 
-async def calls(url: str) -> dict[str, Call]:
-    settings = Settings()
+async def calls(url: str, schema: str | None = None) -> dict[str, Call]:
+    """The calls, on a database of their own at ``url`` (in ``schema``, default the settings')."""
+    settings = Settings() if schema is None else Settings(db_schema=schema)
     embedder = HashEmbedder(384)
     engine = create_engine(sqlalchemy_url(url), settings)
     graph = PostgresGraphDB(engine, settings=settings, embedder=embedder)
@@ -66,6 +67,7 @@ async def calls(url: str) -> dict[str, Call]:
         MemoryConfig(vector_store={"provider": "pgvector", "config": {"collection_name": "bench"}}),
         engine=engine,
         embedder=embedder,
+        settings=settings,
     )
     autogen = PostgresMemory("bench", engine=engine, settings=settings, embedder=embedder)
     org = await graph.create_organization("bench")

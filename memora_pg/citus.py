@@ -52,6 +52,18 @@ MEMORIES_AS_OF_PLPGSQL = (
 )
 
 
+# The write functions (migration 0016) take the organization first, as ``p_org_id``: distributed by it,
+# co-located with the tables, a call runs on the worker holding the organization's shards, also in a
+# transaction block (``force_delegation``).
+WRITE_FUNCTION_ARGUMENT = "p_org_id"
+DISTRIBUTE_WRITE_FUNCTIONS = (
+    "DO $$ DECLARE written regprocedure; BEGIN FOR written IN SELECT p.oid FROM pg_proc AS p "
+    "WHERE p.pronamespace = '{schema}'::regnamespace AND p.proargnames[1] = '{argument}' ORDER BY p.proname "
+    "LOOP PERFORM create_distributed_function(written, '{argument}', colocate_with => '{schema}.{anchor}', "
+    "force_delegation => true); END LOOP; END $$;"
+)
+
+
 def distribution_sql(schema: str, app_role: str | None = None) -> str:
     """The statements that distribute a migrated schema on a Citus coordinator, one per line.
 
@@ -82,6 +94,9 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
         "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",
         "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL (one line here).",
         render(MEMORIES_AS_OF_PLPGSQL, schema=schema),
+        "-- The write functions, each distributed by its first argument, the organization: a save is one call",
+        "-- that the coordinator hands to the organization's worker (one round trip, a one-phase commit).",
+        render(DISTRIBUTE_WRITE_FUNCTIONS, schema=schema, argument=WRITE_FUNCTION_ARGUMENT, anchor=ANCHOR),
     ]
     lines += [
         "-- Row-level security: memora_pg names the organization with SET LOCAL memora.org_id, which the",
@@ -195,9 +210,10 @@ WHERE n.nspname = :schema AND s.relkind = 'S'
   AND (owner.refobjid IS NULL OR q.seqtypid <> 'bigint'::regtype)
 """
 
-# Functions that read or write tables would have to be distributed one by one; immutable ones
-# (the full-text rule of migration 0006, the clocks' rules of 0008) are pure, and Citus copies
-# them to every node with the objects that depend on them. A read-only set-returning function
+# Functions that read or write tables must be distributed one by one: the write functions (migration
+# 0016) are, by their first argument (``p_org_id``, :data:`DISTRIBUTE_WRITE_FUNCTIONS`). Immutable ones
+# (the full-text rule of migration 0006, the clocks' rules of 0008) are pure, and Citus copies them to
+# every node with the objects that depend on them. A read-only set-returning function
 # (``memories_as_of``, for reports; PL/pgSQL on Citus, migration 0008) is fine too: called on the
 # coordinator, its query is planned there as any distributed query. User triggers run only on the
 # coordinator.
@@ -208,6 +224,8 @@ SELECT p.proname AS relation, 'function' AS rule,
 FROM pg_proc AS p
 JOIN pg_namespace AS n ON n.oid = p.pronamespace
 WHERE n.nspname = :schema AND NOT (p.prokind = 'f' AND p.provolatile = 'i')
+  AND NOT coalesce(p.prokind = 'f' AND p.proargnames[1] = :write_function_argument
+                   AND p.proargtypes[0] = 'text'::regtype, false)
   AND NOT (p.prokind = 'f' AND p.provolatile = 's' AND p.proretset
            AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('sql', 'plpgsql')))
 UNION ALL
@@ -232,5 +250,12 @@ async def distribution_problems(conn: Connection, schema: str) -> list[Problem]:
 
     Reads only the system catalogs, so it runs on plain PostgreSQL before a Citus cluster exists.
     """
-    rows = await conn.fetch(text(_PROBLEMS), {"schema": schema, "reference_tables": list(REFERENCE_TABLES)})
+    rows = await conn.fetch(
+        text(_PROBLEMS),
+        {
+            "schema": schema,
+            "reference_tables": list(REFERENCE_TABLES),
+            "write_function_argument": WRITE_FUNCTION_ARGUMENT,
+        },
+    )
     return [Problem(row.relation, row.rule, row.detail) for row in rows]

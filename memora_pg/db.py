@@ -253,7 +253,7 @@ class Database:
 
         A single statement is as atomic as a transaction, so it runs in autocommit mode and the two
         round trips of BEGIN and COMMIT are saved. Row-level security needs a real transaction (its
-        tenant setting lasts for one), and so does a statement sent step by step on Citus.
+        tenant setting lasts for one).
 
         ``writes`` says whether the statement writes (by default, unless ``read_only``): a write whose
         connection fails once it was sent is ``CommitOutcomeUnknownError``, a read's is ``ConnectionLostError``.
@@ -261,7 +261,7 @@ class Database:
         """
         writes = not read_only if writes is None else writes
         await self._first_use()
-        if self.settings.row_level_security or (statement.steps is not None and await self.citus()):
+        if self.settings.row_level_security:
             return await self.retrying(lambda conn: conn.run(statement), read_only=read_only, org_id=org_id)
 
         # A write whose connection fails once it is sent may have committed (autocommit): see errors.sent.
@@ -430,7 +430,8 @@ _CREATED_IDS = ("interaction_id", "memory_ids")
 
 TENANT = "SELECT set_config('memora.org_id', :org_id, true)"
 
-# Whether the database has Citus (a coordinator): some writes then run statement by statement.
+# Whether the database has Citus (a coordinator): the tenant is then set so that it reaches the workers,
+# and a search and an import leave the planner's statistics alone.
 CITUS_PRESENT = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
 
 # On Citus, the tenant is a SET LOCAL, which the coordinator sends to every worker the transaction

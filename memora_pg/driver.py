@@ -337,9 +337,7 @@ class Connection:
         return row_count(status)
 
     async def run(self, statement: Statement) -> list[Row]:
-        """The rows of ``statement``; on Citus, of its ``steps`` when it has them."""
-        if statement.steps is not None and self.on_citus:
-            return list(await statement.steps(self))
+        """The rows of ``statement``."""
         return await self.fetch(statement.sql, statement.params)
 
     async def script(self, sql: str) -> None:

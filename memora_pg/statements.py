@@ -10,10 +10,9 @@ statement can be run by ``Database.execute_one`` without a transaction block aro
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import bindparam, func, text
 from sqlalchemy.sql.base import Executable
@@ -21,9 +20,6 @@ from sqlalchemy.sql.elements import BindParameter, ColumnElement, TextClause
 from sqlalchemy.sql.visitors import replacement_traverse
 
 from memora_pg.sql_text import quoted, render
-
-if TYPE_CHECKING:
-    from memora_pg.driver import Connection
 
 
 @lru_cache(maxsize=512)
@@ -35,17 +31,10 @@ def in_schema(template: str, schema: str) -> TextClause:
 @dataclass(frozen=True)
 class Statement:
     """A statement and its parameters: a named SQL constant (``{schema}`` filled in when it runs)
-    or a Core statement.
-
-    ``steps``, when given, does the same work statement by statement in the caller's transaction and
-    returns rows of the same shape. It is what runs on a Citus cluster: there every data-modifying
-    CTE of a one-statement write is an intermediate result broadcast to every worker (a two-phase
-    commit on all of them), while each step alone is planned on the organization's one shard.
-    """
+    or a Core statement."""
 
     sql: str | Executable
     params: dict[str, Any] = field(default_factory=dict)
-    steps: Callable[[Connection], Awaitable[Sequence[Any]]] | None = None
 
 
 def from_json(value: Any) -> Any:

@@ -308,58 +308,32 @@ class PostgresGraphDB(BaseGraphDB):
         audited = self._entry(
             "save_interaction_with_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
         )
-        if self.settings.contradiction_chains == "linear":
-            unlinked = await self._db.retrying(
-                lambda conn: self._save_linear(conn, org_id, user_id, agent_id, interaction_id, write, audited),
-                org_id=org_id,
-            )
-        else:
-            statement = saves.save(
-                org_id=org_id,
-                user_id=user_id,
-                agent_id=agent_id,
-                interaction_id=interaction_id,
-                at=write.at,
-                messages=write.messages,
-                items=write.items,
-                audited=audited,
-            )
-            if write.foreign is None:
-                rows = await self._db.execute_one(statement, org_id=org_id)
-            else:
-
-                async def save_with_foreign(conn: Connection) -> Sequence[Row]:
-                    rows = await conn.run(statement)
-                    _owners_exist(saves.saved(rows, write.items))
-                    await self._write_foreign(org_id, user_id, agent_id, write)
-                    return rows
-
-                rows = await self._db.retrying(save_with_foreign, org_id=org_id)
-            saved = saves.saved(rows, write.items)
+        linear = self.settings.contradiction_chains == "linear"
+        statement = saves.save(
+            org_id=org_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            interaction_id=interaction_id,
+            at=write.at,
+            messages=write.messages,
+            items=write.items,
+            audited=audited,
+            link=not linear,
+        )
+        if not linear and write.foreign is None:
+            saved = saves.saved(await self._db.execute_one(statement, org_id=org_id), write.items)
             _owners_exist(saved)
             unlinked = saved.unlinked
+        else:
+
+            async def save_then_link(conn: Connection) -> list[uuid.UUID]:
+                saved = saves.saved(await conn.run(statement), write.items)
+                _owners_exist(saved)
+                return await self._linked_and_foreign(conn, org_id, user_id, agent_id, write, saved.unlinked)
+
+            unlinked = await self._db.retrying(save_then_link, org_id=org_id)
         _warn_unlinked(unlinked)
         return interaction_id, write.at
-
-    async def _save_linear(
-        self,
-        conn: Connection,
-        org_id: str,
-        user_id: str,
-        agent_id: str,
-        interaction_id: str,
-        write: _Write,
-        audited: audit.Entry | None,
-    ) -> list[uuid.UUID]:
-        """A save statement by statement: linear chains lock and read each chain before linking to it."""
-        user_exists, agent_exists = await interactions.create(
-            conn, org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=write.at
-        )
-        _owners_exist(saves.Saved(user_exists, agent_exists, []))
-        await interactions.append_messages(
-            conn, org_id=org_id, interaction_id=interaction_id, start=0, new=write.messages
-        )
-        return await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write, audited)
 
     async def update_interaction_and_memories(
         self,
@@ -426,8 +400,7 @@ class PostgresGraphDB(BaseGraphDB):
         write: _Write,
         audited: audit.Entry | None,
     ) -> list[uuid.UUID]:
-        """The new memories of an interaction written statement by statement; the ones left unlinked."""
-        linear = self.settings.contradiction_chains == "linear"
+        """The new memories of an existing interaction, in the caller's transaction; the ones left unlinked."""
         statement = saves.write(
             org_id=org_id,
             user_id=user_id,
@@ -435,11 +408,18 @@ class PostgresGraphDB(BaseGraphDB):
             interaction_id=interaction_id,
             at=write.at,
             items=write.items,
-            link=not linear,
+            link=self.settings.contradiction_chains != "linear",
             audited=audited,
         )
         unlinked = saves.written(await conn.run(statement), write.items).unlinked
-        if linear:
+        return await self._linked_and_foreign(conn, org_id, user_id, agent_id, write, unlinked)
+
+    async def _linked_and_foreign(
+        self, conn: Connection, org_id: str, user_id: str, agent_id: str, write: _Write, unlinked: list[uuid.UUID]
+    ) -> list[uuid.UUID]:
+        """After the memories are written: linear chains link each contrary memory to its chain's current
+        version, and a vector store outside this database gets the memories; the ones left unlinked."""
+        if self.settings.contradiction_chains == "linear":
             unlinked = await versions.link_linear(conn, org_id=org_id, user_id=user_id, contrary=write.items)
         await self._write_foreign(org_id, user_id, agent_id, write)
         return unlinked

@@ -33,7 +33,7 @@ from memora_pg.embeddings import (
     embed_checked,
     unrelated_similarity,
 )
-from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.errors import AlreadyExistsError, InvalidInputError, NotFoundError
 from memora_pg.face import EmbeddingFace
 from memora_pg.graph import audit, memories, render, saves, search, timeline, users
 from memora_pg.graph import validate as check
@@ -44,6 +44,7 @@ from memora_pg.models import Memory, as_utc
 MAX_QUERIES = 100
 # The foreign key from a memory to its user (schema.NAMING_CONVENTION).
 USER_KEY = "fk_memories_org_id_user_id_users"
+MEMORY_KEY = "pk_memories"
 
 
 def scope_value(scope: object) -> str:
@@ -148,6 +149,8 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
             raise InvalidInputError("Length of memories and memory_ids must match")
         check.require(check.ORG_USER_AGENT, org_id, user_id, agent_id)
         ids = [_memory_uuid(memory_id) for memory_id in memory_ids]
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError("Each memory id may appear once.")
         for memory in memories:
             check.memory_text(memory)
         try:
@@ -175,15 +178,23 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
             items=items,
             link=False,
             audited=audited,
+            upsert=True,
         )
-        try:
-            rows = await self._db.execute_one(statement, org_id=org_id)
-        except NotFoundError as error:
-            if error.constraint_name == USER_KEY:
-                raise NotFoundError(check.USER_MISSING) from error
-            raise
-        if len(saves.written(rows, items).written) != len(set(ids)):
-            raise InvalidInputError("A memory id belongs to another user of the organization.")
+        # A new id that a concurrent call stored first makes the write fail as a whole: run again, it is
+        # then an update. An id of another user fails again.
+        for attempt in range(2):
+            try:
+                await self._db.execute_one(statement, org_id=org_id)
+                return
+            except NotFoundError as error:
+                if error.constraint_name == USER_KEY:
+                    raise NotFoundError(check.USER_MISSING) from error
+                raise
+            except AlreadyExistsError as error:
+                if error.constraint_name != MEMORY_KEY:
+                    raise
+                if attempt:
+                    raise InvalidInputError("A memory id belongs to another user of the organization.") from error
 
     async def delete_memory(self, memory_id: str) -> None:
         """Make the memory unsearchable (its vector and full-text vector are cleared; the row stays)."""

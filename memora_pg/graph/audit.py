@@ -1,8 +1,8 @@
 """The audit log: who changed what, and when, recorded in the same transaction as the change.
 
-One row per public call that changes something. A call that runs as one statement writes its
-row with :data:`ARM`, a CTE arm of that statement; others call :func:`record`. Both take an
-:class:`Entry`, or None when auditing is off (``Settings.audit``).
+One row per public call that changes something. A call that writes new memories has its row
+written by the write function it calls (migration 0016), given :func:`arguments`; others call
+:func:`record`. Both take an :class:`Entry`, or None when auditing is off (``Settings.audit``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import insert
 
 from memora_pg.driver import Connection
-from memora_pg.graph.rows import Rows
 from memora_pg.schema import audit_log
 
 
@@ -35,29 +34,15 @@ def entry(enabled: bool, method: str, **fields: Any) -> Entry | None:
     return Entry(method, **fields) if enabled else None
 
 
-# The audit row of a one-statement write, written when the statement's ``scope`` row exists
-# (that is, when the write happens) and the call is audited.
-ARM = Rows(
-    "audit",
-    into="{schema}.audit_log (org_id, event_id, user_id, agent_id, method, ids)",
-    values="{org_id}, :audit_event_id, :audit_user_id, :audit_agent_id, :audit_method, CAST(:audit_ids AS jsonb)",
-    when="audited",
-)
+# The audit row's arguments of a write function.
+ARGUMENTS = ("audit_event_id", "audit_user_id", "audit_agent_id", "audit_method", "audit_ids")
 
 
-def arm_params(audited: Entry | None) -> dict[str, Any]:
-    """The parameters of :data:`ARM`."""
+def arguments(audited: Entry | None) -> dict[str, Any]:
+    """The values of :data:`ARGUMENTS`: without a method, the function writes no row."""
     if audited is None:
-        return {
-            "audited": False,
-            "audit_event_id": None,
-            "audit_user_id": None,
-            "audit_agent_id": None,
-            "audit_method": None,
-            "audit_ids": None,
-        }
+        return dict.fromkeys(ARGUMENTS)
     return {
-        "audited": True,
         "audit_event_id": uuid.uuid4(),
         "audit_user_id": audited.user_id,
         "audit_agent_id": audited.agent_id,

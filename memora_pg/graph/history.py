@@ -1,8 +1,8 @@
 """History events of memories changed through the mem0-style API (ADD, UPDATE, DELETE).
 
 Events are written in the transaction of the change they describe: the ADD events of new
-memories by :data:`ADDED`, an arm of the statement that writes the memories
-(:data:`memora_pg.graph.saves.ADD`); the others by :func:`record`.
+memories by the function that writes the memories (``add_memories``, :data:`memora_pg.graph.saves.ADD`);
+the others by :func:`record`.
 """
 
 from __future__ import annotations
@@ -12,34 +12,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 
 from memora_pg.driver import Connection
-from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memory_history
 
 if TYPE_CHECKING:
     from memora_pg.graph.memories import NewMemory
 
-# The ADD event of each new memory (the statement's ``new_memories`` arm holds the memories),
-# dated as the memory is (mem0's history gives every event the memory's creation time).
-ADDED = Rows(
-    "added",
-    into="""{schema}.memory_history
-        (org_id, event_id, memory_id, user_id, event, new_memory, actor_id, role, created_at)""",
-    values="{org_id}, {event_id}, {memory_id}, {user_id}, 'ADD', {memory}, {actor_id}, {role}, {obtained_at}",
-    given={
-        "event_id": Given("event_ids", "uuid"),
-        "memory_id": Given("memory_ids", "uuid"),
-        "memory": Given("memories", "text"),
-        "actor_id": Given("actor_ids", "text"),
-        "role": Given("roles", "text"),
-    },
-)
-
 
 def added_params(items: Sequence[NewMemory]) -> dict[str, Any]:
-    """The parameters of :data:`ADDED` beside those of the memories: event ids, actors and roles."""
+    """The ADD events' arguments of ``add_memories`` (migration 0016) beside the memories': event ids,
+    actors and roles."""
     metadata = [item.metadata or {} for item in items]
     return {
         "event_ids": [uuid.uuid4() for _ in items],
@@ -63,29 +47,34 @@ class Event:
         return self.event == "DELETE"
 
 
+# Events are written by the schema's ``record_history`` (migration 0016), as ``add_memories`` writes the
+# ADD events: on Citus every event of an organization takes its ``seq`` on the same node.
+RECORD = """
+SELECT {schema}.record_history(
+    p_org_id => :org_id, p_event_ids => :event_ids, p_memory_ids => :memory_ids, p_user_ids => :user_ids,
+    p_events => :events, p_old_memories => :old_memories, p_new_memories => :new_memories,
+    p_actor_ids => :actor_ids, p_roles => :roles, p_at => NULL
+)"""
+
+
 async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> None:
-    """Write events in the caller's transaction, so they commit with the change they describe."""
+    """Write events in the caller's transaction, so they commit with the change they describe; their
+    ``seq`` follows the order given."""
     if not events:
         return
-    # One statement of one row per event, in the order given (their seq follows it).
     await conn.execute(
-        insert(memory_history).values(
-            [
-                {
-                    "org_id": org_id,
-                    "event_id": uuid.uuid4(),
-                    "memory_id": e.memory_id,
-                    "user_id": e.user_id,
-                    "event": e.event,
-                    "old_memory": e.old_memory,
-                    "new_memory": e.new_memory,
-                    "actor_id": e.actor_id,
-                    "role": e.role,
-                    "is_deleted": e.is_deleted,
-                }
-                for e in events
-            ]
-        )
+        RECORD,
+        {
+            "org_id": org_id,
+            "event_ids": [uuid.uuid4() for _ in events],
+            "memory_ids": [event.memory_id for event in events],
+            "user_ids": [event.user_id for event in events],
+            "events": [event.event for event in events],
+            "old_memories": [event.old_memory for event in events],
+            "new_memories": [event.new_memory for event in events],
+            "actor_ids": [event.actor_id for event in events],
+            "roles": [event.role for event in events],
+        },
     )
 
 

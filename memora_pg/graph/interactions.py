@@ -6,14 +6,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, update
 
 from memora_pg.driver import Connection, Row
-from memora_pg.graph import memories, rows, versions
+from memora_pg.graph import memories, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
-from memora_pg.graph.rows import Given, Rows
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
 from memora_pg.sql_text import render
@@ -24,83 +22,6 @@ from memora_pg.statements import Statement, from_json
 class Message:
     role: str | None
     content: str | None
-
-
-# The messages of an interaction, at their positions: an arm of the save's statement, or a statement of
-# their own when messages are appended (:func:`append_messages`) or a save runs on Citus.
-MESSAGES = Rows(
-    "new_messages",
-    into="{schema}.messages (org_id, interaction_id, msg_position, role, content)",
-    values="{org_id}, {interaction_id}, {msg_position}, {role}, {content}",
-    given={
-        "msg_position": Given("msg_positions", "int"),
-        "role": Given("roles", "text"),
-        "content": Given("contents", "text"),
-    },
-)
-
-
-def message_params(new: Sequence[Message], start: int = 0) -> dict[str, list[Any]]:
-    """The parameters of :data:`MESSAGES` for ``new``, the first at position ``start``."""
-    return {
-        "msg_positions": list(range(start, start + len(new))),
-        "roles": [message.role for message in new],
-        "contents": [message.content for message in new],
-    }
-
-
-# Whether the user and the agent of a new interaction exist in the organization.
-OWNERS = """
-SELECT EXISTS (SELECT FROM {schema}.users WHERE org_id = :org_id AND user_id = :user_id) AS user_exists,
-       EXISTS (SELECT FROM {schema}.agents WHERE org_id = :org_id AND agent_id = :agent_id) AS agent_exists
-"""
-
-# The scope of a new interaction's rows: one row when its user and agent exist, none otherwise, so
-# that nothing reading it is written.
-OWNED_SCOPE = render(
-    """
-owners AS ({owners}),
-scope AS (
-    {scope_row}
-    FROM owners
-    WHERE owners.user_exists AND owners.agent_exists
-)""",
-    owners=OWNERS,
-    scope_row=rows.SCOPE_ROW,
-)
-
-# The interaction's row: an arm of the save's statement and of :data:`CREATE`, or, on Citus, a
-# statement of its own after :data:`OWNERS` (a multi-row ``INSERT ... VALUES`` is routed to the
-# organization's shard, with its identity default taken on the coordinator).
-INTERACTION = Rows(
-    "interaction",
-    into="{schema}.interactions (org_id, interaction_id, user_id, agent_id, created_at, updated_at)",
-    values="{org_id}, {interaction_id}, {user_id}, {agent_id}, CAST(:at AS timestamptz), CAST(:at AS timestamptz)",
-)
-
-# The interaction alone, created only if its user and agent exist.
-CREATE = render(
-    """
-WITH {scope},{interaction}
-SELECT owners.user_exists, owners.agent_exists FROM owners
-""",
-    scope=OWNED_SCOPE,
-    interaction=INTERACTION.cte(),
-)
-
-
-async def create(
-    conn: Connection, *, org_id: str, user_id: str, agent_id: str, interaction_id: str, at: datetime
-) -> tuple[bool, bool]:
-    """Create the interaction; returns (user exists, agent exists), and creates nothing unless both do."""
-    params = memories.scope_params(
-        org_id=org_id, user_id=user_id, agent_id=agent_id, interaction_id=interaction_id, at=at
-    )
-    citus = conn.on_citus
-    owners = await conn.one(OWNERS if citus else CREATE, params)
-    if citus and owners.user_exists and owners.agent_exists:
-        await rows.insert(conn, INTERACTION, params)
-    return bool(owners.user_exists), bool(owners.agent_exists)
 
 
 # Locks the interaction row, so that concurrent updates of one interaction run one after the
@@ -143,11 +64,30 @@ def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
     return min(len(stored), len(new))
 
 
+# New messages from position ``start`` on: the schema's ``append_messages`` (migration 0016), which a
+# save calls too.
+APPEND_MESSAGES = """
+SELECT {schema}.append_messages(
+    p_org_id => :org_id, p_interaction_id => :interaction_id, p_start => :start, p_roles => :roles,
+    p_contents => :contents
+)"""
+
+
 async def append_messages(
     conn: Connection, *, org_id: str, interaction_id: str, start: int, new: Sequence[Message]
 ) -> None:
-    scope = {"org_id": org_id, "interaction_id": interaction_id}
-    await rows.insert(conn, MESSAGES, {**scope, **message_params(new, start)})
+    if not new:
+        return
+    await conn.execute(
+        APPEND_MESSAGES,
+        {
+            "org_id": org_id,
+            "interaction_id": interaction_id,
+            "start": start,
+            "roles": [message.role for message in new],
+            "contents": [message.content for message in new],
+        },
+    )
 
 
 async def truncate_messages(conn: Connection, *, org_id: str, interaction_id: str, start: int) -> None:

@@ -1,13 +1,10 @@
 """Memories: their rows and the messages they came from.
 
-Where a memory is written: :data:`NEW_MEMORIES`, the one ``INSERT`` of memory rows, whose CTE
-arm every writing statement of every face includes (a save, an update, a mem0-style add, the
-vector store's upsert), and whose multi-row form the same writes send on Citus
-(:mod:`memora_pg.graph.rows`). Each such statement defines ``scope``, one row naming the
-organization, user, agent, interaction and time the new memories get, or no row when the
-write must not happen (then nothing is written). The full-text vector is always computed by
-the schema's ``to_search_text`` function, which holds the database's text-search
-configuration (migration 0006), so writers and searches can never disagree on it.
+Where a memory is written: the write functions of migration 0016 (:mod:`memora_pg.graph.saves`), whose
+``write_memories`` holds the one ``INSERT`` of memory rows that every face's writes go through (a save,
+an update, a mem0-style add, the vector store's upsert). The full-text vector is always computed by
+the schema's ``to_search_text`` function, which holds the database's text-search configuration
+(migration 0006), so writers and searches can never disagree on it.
 
 A memory is searchable when it has an embedding; its full-text vector is set exactly then.
 Version chains (``memory_updates``) live in :mod:`memora_pg.graph.versions`; searches in
@@ -29,9 +26,8 @@ from sqlalchemy import ColumnElement, Integer, Select, bindparam, delete, select
 from memora_pg import vector_params
 from memora_pg.driver import Connection
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph import rows, timeline, versions
+from memora_pg.graph import timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
-from memora_pg.graph.rows import Given, Rows
 from memora_pg.schema import memories
 from memora_pg.sql_text import render
 from memora_pg.statements import FilterShape, Statement
@@ -51,43 +47,10 @@ class NewMemory:
 
 # -- writing ---------------------------------------------------------------------------------
 
-# The memory row, as every writer writes it. Ids are new (uuid4) except in the vector store's
-# upsert, where an id the user already has rewrites that memory's text and vectors (its
-# interaction, metadata and sources stay) and an id of another user writes nothing.
-NEW_MEMORIES = Rows(
-    "new_memories",
-    into="""{schema}.memories AS m
-        (org_id, memory_id, user_id, agent_id, interaction_id, memory, obtained_at, metadata,
-         embedding, search_text, expires_at)""",
-    values="""{org_id}, {memory_id}, {user_id}, {agent_id}, {interaction_id}, {memory},
-           {obtained_at}, coalesce(CAST({metadata} AS jsonb), '{}'),
-           {embedding}, CASE WHEN {embedding} IS NOT NULL THEN {schema}.to_search_text({memory}) END,
-           {expires_at}""",
-    given={
-        "memory_id": Given("memory_ids", "uuid"),
-        "memory": Given("memories", "text"),
-        "metadata": Given("metadata", "text"),
-        "embedding": Given("embeddings", "vector"),
-        "expires_at": Given("expires_at", "timestamptz"),
-    },
-    tail="""ON CONFLICT (org_id, memory_id) DO UPDATE
-    SET memory = excluded.memory, agent_id = excluded.agent_id, obtained_at = excluded.obtained_at,
-        embedding = excluded.embedding, search_text = excluded.search_text
-    WHERE m.user_id = excluded.user_id
-    RETURNING m.memory_id""",
-)
-
-# The links from new memories to the messages they came from (in the owner's interaction).
-SOURCES = Rows(
-    "sources",
-    into="{schema}.memory_sources (org_id, memory_id, interaction_id, msg_position)",
-    values="{org_id}, {memory_id}, {interaction_id}, {msg_position}",
-    given={"memory_id": Given("source_memory_ids", "uuid"), "msg_position": Given("source_positions", "int")},
-)
-
 
 def memory_params(items: Sequence[NewMemory]) -> dict[str, Any]:
-    """The parameters of :data:`NEW_MEMORIES` and :data:`SOURCES` for ``items``."""
+    """The arguments of a write function (migration 0016) for ``items``: the memories, and the messages
+    they came from."""
     return {
         "memory_ids": [item.memory_id for item in items],
         "memories": [item.text for item in items],
@@ -97,31 +60,6 @@ def memory_params(items: Sequence[NewMemory]) -> dict[str, Any]:
         "source_memory_ids": [item.memory_id for item in items for _ in sorted(set(item.positions))],
         "source_positions": [position for item in items for position in sorted(set(item.positions))],
     }
-
-
-def scope_params(
-    *,
-    org_id: str,
-    user_id: str,
-    agent_id: str,
-    interaction_id: str | None,
-    at: datetime,
-    obtained_at: datetime | None = None,
-) -> dict[str, Any]:
-    """The parameters of :data:`SCOPE`: ``at`` is the call's time, ``obtained_at`` the valid time of
-    what it writes (default: ``at``)."""
-    return {
-        "org_id": org_id,
-        "user_id": user_id,
-        "agent_id": agent_id,
-        "interaction_id": interaction_id,
-        "at": at,
-        "obtained_at": at if obtained_at is None else obtained_at,
-    }
-
-
-# The scope of memories written outside a new interaction: given as parameters.
-SCOPE = rows.SCOPE
 
 
 def json_text(value: dict[str, Any]) -> str:

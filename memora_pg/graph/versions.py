@@ -29,42 +29,9 @@ if TYPE_CHECKING:
 
 # -- the clocks of superseded versions (memora_pg.graph.timeline) ------------------------------
 
-# The versions a new link supersedes get their clocks' ends: the target, and the versions before
-# it whose valid time the new version ends earlier (a back-dated correction). ``{linked}`` gives
-# (the version superseded, the new version's obtained_at and stored_at). A CTE arm; its statement
-# must begin WITH RECURSIVE.
-CLOCK_THE_SUPERSEDED = """
-superseded(memory_id, valid_from, stored_at) AS (
-    {linked}
-  UNION
-    SELECT edge.old_memory_id, superseded.valid_from, superseded.stored_at
-    FROM superseded
-    JOIN {schema}.memory_updates AS edge
-      ON edge.org_id = :org_id AND edge.new_memory_id = superseded.memory_id
-    JOIN {schema}.memories AS earlier
-      ON earlier.org_id = :org_id AND earlier.memory_id = edge.old_memory_id
-    WHERE earlier.valid_until IS NULL OR earlier.valid_until > superseded.valid_from
-),
-clocked AS (
-    UPDATE {schema}.memories AS m
-    SET valid_until = least(m.valid_until, ends.valid_from), superseded_at = least(m.superseded_at, ends.stored_at)
-    FROM (
-        SELECT memory_id, min(valid_from) AS valid_from, min(stored_at) AS stored_at FROM superseded GROUP BY memory_id
-    ) AS ends
-    WHERE m.org_id = :org_id AND m.memory_id = ends.memory_id
-)"""
-
-# The same as a statement of its own, after links were written: for the memories :linked.
-CLOCK_LINKED = render(
-    "WITH RECURSIVE {clock}\nSELECT count(*) FROM superseded",
-    clock=render(
-        CLOCK_THE_SUPERSEDED,
-        linked="""SELECT edge.old_memory_id, new.obtained_at, coalesce(new.stored_at, new.obtained_at)
-    FROM {schema}.memory_updates AS edge
-    JOIN {schema}.memories AS new ON new.org_id = :org_id AND new.memory_id = edge.new_memory_id
-    WHERE edge.org_id = :org_id AND edge.new_memory_id = ANY(CAST(:linked AS uuid[]))""",
-    ).strip(),
-)
+# The versions that new links supersede get their clocks' ends: the rule is the schema's
+# ``clock_superseded`` function (migration 0016), which the write functions call too.
+CLOCK_LINKED = "SELECT {schema}.clock_superseded(p_org_id => :org_id, p_linked => :linked)"
 
 
 async def clock_linked(conn: Connection, *, org_id: str, linked: Sequence[uuid.UUID]) -> None:
@@ -102,32 +69,14 @@ async def clock_organization(conn: Connection, *, org_id: str) -> None:
 
 # -- linking ---------------------------------------------------------------------------------
 
-# Each contrary memory supersedes an existing memory of the same organization and user only. {own}: in a
-# CTE arm of the statement that has just written the memories, nothing (the statement's snapshot is taken
-# before its own inserts, so the target existed before the call); as a statement of its own after them,
-# the condition that leaves out the call's own memories (OWN_MEMORIES_LEFT_OUT).
-LINK = """
-    INSERT INTO {schema}.memory_updates (org_id, new_memory_id, old_memory_id)
-    SELECT old.org_id, contrary.new_id, old.memory_id
-    FROM scope,
-         unnest(CAST(:new_ids AS uuid[]), CAST(:old_ids AS uuid[])) AS contrary(new_id, old_id)
-         JOIN {schema}.memories AS old
-           ON old.org_id = :org_id AND old.user_id = :user_id AND old.memory_id = contrary.old_id{own}
-    RETURNING new_memory_id, old_memory_id"""
-OWN_MEMORIES_LEFT_OUT = "\n           AND old.memory_id <> ALL(CAST(:memory_ids AS uuid[]))"
-
-# The links and the clocks they end, as CTE arms (the new versions were stored now, by this statement).
-LINKS = render(
-    "\nlinks AS ({link}\n),{clock}",
-    link=render(LINK, own=""),
-    clock=render(CLOCK_THE_SUPERSEDED, linked="SELECT links.old_memory_id, scope.obtained_at, now() FROM links, scope"),
-)
-
 
 def link_params(items: Sequence[NewMemory]) -> dict[str, list[uuid.UUID]]:
-    """The parameters of :data:`LINKS`: the contrary memories and the memories they supersede."""
-    contrary = [(item.memory_id, item.supersedes) for item in items if item.supersedes is not None]
-    return {"new_ids": [new for new, _ in contrary], "old_ids": [old for _, old in contrary if old is not None]}
+    """The links' arguments of a write function (migration 0016): the contrary memories and the
+    memories they supersede."""
+    return {
+        "new_ids": [item.memory_id for item in items if item.supersedes is not None],
+        "old_ids": [item.supersedes for item in items if item.supersedes is not None],
+    }
 
 
 def unlinked(items: Sequence[NewMemory], linked: Sequence[uuid.UUID]) -> list[uuid.UUID]:

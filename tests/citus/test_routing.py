@@ -95,7 +95,8 @@ async def test_simple_calls_touch_one_worker_without_two_phase_commit(
 async def test_a_save_touches_one_worker_without_two_phase_commit(
     database_url: str, settings: Settings, mode: str
 ) -> None:
-    """A save of 10 memories (statement by statement on Citus) goes to one worker and commits in one phase."""
+    """A save of 10 memories goes to one worker and commits in one phase: the coordinator hands the call of
+    ``save_interaction`` to the organization's worker, which writes every row itself."""
     trace = Trace()
     engine = traced_engine(database_url, trace)
     store = PostgresGraphDB(
@@ -112,6 +113,8 @@ async def test_a_save_touches_one_worker_without_two_phase_commit(
     assert len(trace.nodes) == 1, trace.summary()
     assert not trace.two_phase, trace.summary()
     assert not any(c.sql.startswith("COPY") for c in trace.commands), trace.summary()
+    assert len([c for c in trace.commands if "save_interaction(" in c.sql]) == 1, trace.summary()
+    assert not any(c.sql.lstrip().upper().startswith("INSERT") for c in trace.commands), trace.summary()
 
 
 class _Sent:

@@ -90,6 +90,10 @@ CREATE TABLE bad.fine (org_id text NOT NULL REFERENCES bad.tenants, n bigint GEN
 CREATE SEQUENCE bad.counter;
 CREATE FUNCTION bad.touch() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
 CREATE TRIGGER touched BEFORE UPDATE ON bad.fine FOR EACH ROW EXECUTE FUNCTION bad.touch();
+CREATE FUNCTION bad.write_fine(p_org_id text, p_n bigint) RETURNS void LANGUAGE plpgsql
+    AS 'BEGIN INSERT INTO bad.fine (org_id, n) VALUES (p_org_id, p_n); END';
+CREATE FUNCTION bad.write_untenanted(p_n bigint, p_org_id text) RETURNS void LANGUAGE plpgsql
+    AS 'BEGIN INSERT INTO bad.fine (org_id, n) VALUES (p_org_id, p_n); END';
 """
 
 
@@ -111,9 +115,10 @@ async def test_checker_reports_every_kind_of_violation(fresh_engine: AsyncEngine
         ("small_identity_n_seq", "sequence"),
         ("counter", "sequence"),
         ("touch", "function"),
+        ("write_untenanted", "function"),
         ("fine", "trigger"),
     }
-    assert len(problems) == 12
+    assert len(problems) == 13
 
 
 # Stand-ins for Citus's functions that enforce what Citus checks: the table and its distribution
@@ -148,13 +153,27 @@ LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO public.citus_calls (kind, relation) VALUES ('reference', table_name);
 END $$;
+CREATE TABLE public.citus_function_calls (function regprocedure PRIMARY KEY, argument text, colocated_with text,
+                                          force_delegation boolean);
+CREATE FUNCTION public.create_distributed_function(
+    function_name regprocedure, distribution_arg_name text, colocate_with text DEFAULT 'default',
+    force_delegation boolean DEFAULT NULL) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM public.citus_calls c WHERE c.relation = CAST(colocate_with AS regclass)) THEN
+        RAISE EXCEPTION '% is not distributed yet', colocate_with;
+    END IF;
+    INSERT INTO public.citus_function_calls
+    VALUES (function_name, distribution_arg_name, colocate_with, force_delegation);
+END $$;
 """
 
 
 async def test_distribution_sql_distributes_every_table_once_in_foreign_key_order(
     fresh_database: str, fresh_engine: AsyncEngine
 ) -> None:
-    """The emitted statements run, name every table of the schema once and distribute foreign key targets first."""
+    """The emitted statements run, name every table of the schema once and distribute foreign key targets first,
+    then every write function by the organization."""
     await migrations.upgrade(fresh_engine, migrations.MigrationOptions(schema=SCHEMA))
     statements = citus.distribution_sql(SCHEMA)
     async with fresh_engine.connect() as conn:
@@ -181,6 +200,14 @@ async def test_distribution_sql_distributes_every_table_once_in_foreign_key_orde
                 )
             ).scalars()
         )
+        functions = (
+            await conn.execute(
+                text(
+                    "SELECT p.proname, c.argument, c.colocated_with, c.force_delegation"
+                    " FROM public.citus_function_calls AS c JOIN pg_proc AS p ON p.oid = c.function ORDER BY p.proname"
+                )
+            )
+        ).all()
         foreign_keys = (
             await conn.execute(
                 text(
@@ -202,6 +229,17 @@ async def test_distribution_sql_distributes_every_table_once_in_foreign_key_orde
     assert ("reference", "access_tokens", None) in calls
     for source, target in foreign_keys:
         assert order.index(target) < order.index(source), (source, target)
+    assert functions == [
+        (name, "p_org_id", f"{SCHEMA}.organizations", True)
+        for name in (
+            "add_memories",
+            "append_messages",
+            "clock_superseded",
+            "record_history",
+            "save_interaction",
+            "write_memories",
+        )
+    ]
 
 
 def test_distribution_sql_refuses_a_schema_that_is_not_an_identifier() -> None:

@@ -84,7 +84,7 @@ async def test_save_for_missing_user_or_agent_writes_nothing(
     engine: AsyncEngine, settings: Settings, chains: str
 ) -> None:
     """A missing user or agent is NotFoundError and nothing is written (scenario 18), whether the save is
-    one statement (branch chains) or statement by statement (linear chains: the interaction first)."""
+    one call (branch chains) or a call followed by the links (linear chains)."""
     graph = PostgresGraphDB(
         engine, settings=settings.model_copy(update={"contradiction_chains": chains}), embedder=HashEmbedder(384)
     )

@@ -111,9 +111,9 @@ async def test_statement_counts_per_method(graph: PostgresGraphDB, engine: Async
         }
     )
     measured = {
-        # one statement: interaction, messages, memories, sources, contrary links and audit as CTEs
+        # one call of save_interaction: interaction, messages, memories, sources, contrary links and audit
         "save": await count(graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, contrary)),
-        # lock, read messages, (truncate), (append), touch, then one statement: memories, sources, links, audit
+        # lock, read messages, (truncate), (append), touch, then one call of write_memories
         "update": await count(
             graph.update_interaction_and_memories(w.org_id, w.agent_id, w.user_id, interaction_id, body)
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
@@ -259,6 +260,29 @@ async def test_add_memories_errors(graph: PostgresGraphDB) -> None:
     with pytest.raises(InvalidInputError, match="another user"):
         await store.add_memories(w.org_id, other.user_id, w.agent_id, [taken], ["hijack"], "2026-01-01")
     assert (await graph.get_user_memory(w.org_id, w.user_id, taken)).memory == "mine"
+    # Refused as a whole: the new id beside another user's is not written either.
+    fresh = uuid.uuid4()
+    with pytest.raises(InvalidInputError, match="another user"):
+        await store.add_memories(w.org_id, other.user_id, w.agent_id, [str(fresh), taken], ["new", "hijack"], "2026-01-01")
+    assert await graph.get_all_user_memories(w.org_id, other.user_id) == []
+    with pytest.raises(InvalidInputError, match="once"):
+        await store.add_memories(w.org_id, w.user_id, w.agent_id, [str(fresh), str(fresh).upper()], ["a", "b"], "2026-01-01")
+
+
+async def test_concurrent_first_writes_of_one_memory_id_both_succeed(graph: PostgresGraphDB) -> None:
+    """Two upserts of the same new id at once: one inserts the row, the other (run again) rewrites it."""
+    w = await world(graph)
+    store = _vector(graph)
+    for _ in range(5):
+        memory_id = uuid.uuid4()
+        await asyncio.gather(
+            *(
+                store.add_memories(w.org_id, w.user_id, w.agent_id, [memory_id], [text], "2026-02-01T10:00:00")
+                for text in ("enjoys sailing", "enjoys rowing")
+            )
+        )
+        memory = await graph.get_user_memory(w.org_id, w.user_id, str(memory_id))
+        assert memory.memory in ("enjoys sailing", "enjoys rowing")
 
 
 async def test_vector_deletes_make_memories_unsearchable_but_keep_rows(graph: PostgresGraphDB) -> None:
