@@ -37,6 +37,13 @@ class Statement:
     params: dict[str, Any] = field(default_factory=dict)
 
 
+def function_call(function: str, arguments: tuple[str, ...]) -> str:
+    """A call of one of the schema's functions, each argument given by name: ``p_name => :name`` (a write
+    function's arguments are its parameters' names behind ``p_``, migration 0016)."""
+    named = ",\n    ".join(f"p_{name} => :{name}" for name in arguments)
+    return render("SELECT * FROM {schema}.{function}(\n    {arguments}\n)", function=function, arguments=named)
+
+
 def from_json(value: Any) -> Any:
     """A json column's value: decoded already by the codec SQLAlchemy's dialect sets on each connection,
     but a ``json`` value built in SQL may come as text."""

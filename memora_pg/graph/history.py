@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from memora_pg.driver import Connection
 from memora_pg.schema import memory_history
+from memora_pg.statements import function_call
 
 if TYPE_CHECKING:
     from memora_pg.graph.memories import NewMemory
@@ -49,12 +50,21 @@ class Event:
 
 # Events are written by the schema's ``record_history`` (migration 0016), as ``add_memories`` writes the
 # ADD events: on Citus every event of an organization takes its ``seq`` on the same node.
-RECORD = """
-SELECT {schema}.record_history(
-    p_org_id => :org_id, p_event_ids => :event_ids, p_memory_ids => :memory_ids, p_user_ids => :user_ids,
-    p_events => :events, p_old_memories => :old_memories, p_new_memories => :new_memories,
-    p_actor_ids => :actor_ids, p_roles => :roles, p_at => NULL
-)"""
+RECORD = function_call(
+    "record_history",
+    (
+        "org_id",
+        "event_ids",
+        "memory_ids",
+        "user_ids",
+        "events",
+        "old_memories",
+        "new_memories",
+        "actor_ids",
+        "roles",
+        "at",
+    ),
+)
 
 
 async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> None:
@@ -74,6 +84,7 @@ async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> N
             "new_memories": [event.new_memory for event in events],
             "actor_ids": [event.actor_id for event in events],
             "roles": [event.role for event in events],
+            "at": None,  # dated now
         },
     )
 

@@ -15,7 +15,7 @@ from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
 from memora_pg.sql_text import render
-from memora_pg.statements import Statement, from_json
+from memora_pg.statements import Statement, from_json, function_call
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,7 @@ def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
 
 # New messages from position ``start`` on: the schema's ``append_messages`` (migration 0016), which a
 # save calls too.
-APPEND_MESSAGES = """
-SELECT {schema}.append_messages(
-    p_org_id => :org_id, p_interaction_id => :interaction_id, p_start => :start, p_roles => :roles,
-    p_contents => :contents
-)"""
+APPEND_MESSAGES = function_call("append_messages", ("org_id", "interaction_id", "start", "roles", "contents"))
 
 
 async def append_messages(

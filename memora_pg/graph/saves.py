@@ -27,15 +27,7 @@ from datetime import datetime
 from memora_pg.driver import Row
 from memora_pg.graph import audit, history, interactions, versions
 from memora_pg.graph.memories import NewMemory, memory_params
-from memora_pg.statements import Statement
-
-
-def call(function: str, arguments: Sequence[str]) -> str:
-    """``SELECT * FROM {schema}.function(p_name => :name, ...)``: each argument bound by its name (the
-    function's own, ``p_`` and the parameter's)."""
-    named = ",\n    ".join(f"p_{name} => :{name}" for name in arguments)
-    return f"SELECT * FROM {{schema}}.{function}(\n    {named}\n)"
-
+from memora_pg.statements import Statement, function_call
 
 # Each function's arguments, as its statement's parameters are named.
 OWNERS = ("org_id", "user_id", "agent_id")
@@ -44,11 +36,13 @@ SOURCES = ("source_memory_ids", "source_positions")
 LINKS = ("new_ids", "old_ids")
 AUDIT = audit.ARGUMENTS
 
-SAVE = call(
+SAVE = function_call(
     "save_interaction", (*OWNERS, "interaction_id", "at", "roles", "contents", *MEMORIES, *SOURCES, *LINKS, *AUDIT)
 )
-WRITE = call("write_memories", (*OWNERS, "interaction_id", "at", *MEMORIES, "upsert", *SOURCES, *LINKS, *AUDIT))
-ADD = call(
+WRITE = function_call(
+    "write_memories", (*OWNERS, "interaction_id", "at", *MEMORIES, "upsert", *SOURCES, *LINKS, *AUDIT)
+)
+ADD = function_call(
     "add_memories",
     (
         "org_id",

@@ -21,7 +21,7 @@ from memora_pg.graph import timeline
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES, to_model
 from memora_pg.models import Memory
 from memora_pg.sql_text import render
-from memora_pg.statements import Statement
+from memora_pg.statements import Statement, function_call
 
 if TYPE_CHECKING:
     # memories imports this module (a delete repairs chains): NewMemory only types arguments here.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 # The versions that new links supersede get their clocks' ends: the rule is the schema's
 # ``clock_superseded`` function (migration 0016), which the write functions call too.
-CLOCK_LINKED = "SELECT {schema}.clock_superseded(p_org_id => :org_id, p_linked => :linked)"
+CLOCK_LINKED = function_call("clock_superseded", ("org_id", "linked"))
 
 
 async def clock_linked(conn: Connection, *, org_id: str, linked: Sequence[uuid.UUID]) -> None:

@@ -73,9 +73,8 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="memora-save-ab-") as folder:
         before_package(args.before, Path(folder))
         packages = {"before": importlib.import_module(BEFORE), "after": memora_pg}
-        print(
-            f"| round | side | plain PostgreSQL 16 | Citus 13.2 | Citus ÷ plain |  ({args.before} before, {head} after)"
-        )
+        print(f"{args.before} before, this tree (at {head}) after; p50 of {args.saves} saves of 10 memories each")
+        print("| round | side | plain PostgreSQL 16 | Citus 13.2 | Citus ÷ plain |")
         print("| --- | --- | --- | --- | --- |")
         async with cluster_and_plain() as (running, plain):
             urls = {"citus": running.url, "plain": plain.get_uri(driver="asyncpg")}

@@ -8,13 +8,23 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from memora_pg import citus, migrations
+from tests.integration.helpers import WRITE_FUNCTIONS
 
 SCHEMA = "upgraded"
+
+# The schema's distributed functions: the index of the argument they are distributed by, and whether a call
+# is delegated in a transaction block too.
+DISTRIBUTED_FUNCTIONS = """
+SELECT p.proname, d.distribution_argument_index, d.force_delegation
+FROM pg_dist_object AS d JOIN pg_proc AS p ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+WHERE p.pronamespace = to_regnamespace(:schema) AND d.distribution_argument_index IS NOT NULL
+ORDER BY p.proname
+"""
 
 
 async def test_0011_on_distributed_tables(database_url: str) -> None:
     """Migration 0011's CHECK constraints reach the shards of tables distributed at 0010: a row that breaks
-    the rule is refused on the worker that holds it."""
+    the rule is refused on the worker that holds it. Migration 0016's write functions are distributed."""
     engine = create_async_engine(database_url)
     options = migrations.MigrationOptions(schema=SCHEMA, dimensions=3)
     try:
@@ -36,7 +46,10 @@ async def test_0011_on_distributed_tables(database_url: str) -> None:
         await migrations.upgrade(engine, options)
         async with engine.connect() as conn:
             mended = await conn.scalar(text(f"SELECT CAST(search_text AS text) FROM {SCHEMA}.memories"))
+            # Migration 0016 distributes its write functions itself on a schema distributed already.
+            distributed = (await conn.execute(text(DISTRIBUTED_FUNCTIONS), {"schema": SCHEMA})).all()
         assert mended == "'green':1 'tea':2"
+        assert [tuple(row) for row in distributed] == [(name, 0, True) for name in WRITE_FUNCTIONS]
         with pytest.raises(sa_exc.IntegrityError, match="ck_memories_searchable_together"):
             async with engine.begin() as conn:
                 await conn.execute(text(f"UPDATE {SCHEMA}.memories SET search_text = NULL WHERE org_id = 'o'"))

@@ -125,3 +125,14 @@ async def with_vector_codec(conn: AsyncConnection) -> None:
     the test can bind vectors as memora_pg's statements do."""
     raw = (await conn.get_raw_connection()).driver_connection
     await vector_params.register(raw)
+
+
+# The schema's write functions (migration 0016), each distributed by the organization on Citus.
+WRITE_FUNCTIONS = (
+    "add_memories",
+    "append_messages",
+    "clock_superseded",
+    "record_history",
+    "save_interaction",
+    "write_memories",
+)

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import citus, driver, migrations
 from memora_pg.errors import ConfigurationError
+from tests.integration.helpers import WRITE_FUNCTIONS
 
 SCHEMA = "memora"
 
@@ -229,17 +230,7 @@ async def test_distribution_sql_distributes_every_table_once_in_foreign_key_orde
     assert ("reference", "access_tokens", None) in calls
     for source, target in foreign_keys:
         assert order.index(target) < order.index(source), (source, target)
-    assert functions == [
-        (name, "p_org_id", f"{SCHEMA}.organizations", True)
-        for name in (
-            "add_memories",
-            "append_messages",
-            "clock_superseded",
-            "record_history",
-            "save_interaction",
-            "write_memories",
-        )
-    ]
+    assert functions == [(name, "p_org_id", f"{SCHEMA}.organizations", True) for name in WRITE_FUNCTIONS]
 
 
 def test_distribution_sql_refuses_a_schema_that_is_not_an_identifier() -> None:

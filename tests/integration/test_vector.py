@@ -263,10 +263,14 @@ async def test_add_memories_errors(graph: PostgresGraphDB) -> None:
     # Refused as a whole: the new id beside another user's is not written either.
     fresh = uuid.uuid4()
     with pytest.raises(InvalidInputError, match="another user"):
-        await store.add_memories(w.org_id, other.user_id, w.agent_id, [str(fresh), taken], ["new", "hijack"], "2026-01-01")
+        await store.add_memories(
+            w.org_id, other.user_id, w.agent_id, [str(fresh), taken], ["new", "hijack"], "2026-01-01"
+        )
     assert await graph.get_all_user_memories(w.org_id, other.user_id) == []
     with pytest.raises(InvalidInputError, match="once"):
-        await store.add_memories(w.org_id, w.user_id, w.agent_id, [str(fresh), str(fresh).upper()], ["a", "b"], "2026-01-01")
+        await store.add_memories(
+            w.org_id, w.user_id, w.agent_id, [str(fresh), str(fresh).upper()], ["a", "b"], "2026-01-01"
+        )
 
 
 async def test_concurrent_first_writes_of_one_memory_id_both_succeed(graph: PostgresGraphDB) -> None:
