@@ -8,8 +8,8 @@ engines:
 
 * ``append_messages``: an interaction's messages from a position on;
 * ``clock_superseded``: the clocks that new CONTRARY_UPDATE links end (revision 0008's rule);
-* ``write_memories``: new memories (or a user's own memories rewritten, by id) with their source
-  messages, their contrary links and the call's audit row;
+* ``write_memories``: new memories (with ``p_upsert``, the vector store's, a user's own memories
+  rewritten by id) with their source messages, their contrary links and the call's audit row;
 * ``save_interaction``: a new interaction with its messages and memories, written only when its user
   and agent exist;
 * ``record_history``: mem0-style history events;
@@ -256,7 +256,7 @@ END
 $body$
 """
 
-# Callees first: a function's body is checked when it is created, not the functions it calls.
+# Each function by its name. PL/pgSQL resolves the functions a body calls when it runs, so any order works.
 FUNCTIONS = {
     "append_messages": APPEND_MESSAGES,
     "clock_superseded": CLOCK_SUPERSEDED,
