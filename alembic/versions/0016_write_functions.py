@@ -120,6 +120,8 @@ BEGIN
             RAISE unique_violation USING CONSTRAINT = 'pk_memories',
                 MESSAGE = format('memories %s belong to another user of the organization', others);
         END IF;
+    END IF;
+    IF cardinality(own) > 0 THEN
         UPDATE "{schema}".memories AS m
         SET memory = given.memory, agent_id = p_agent_id, obtained_at = p_at, embedding = given.embedding,
             search_text = CASE WHEN given.embedding IS NOT NULL THEN "{schema}".to_search_text(given.memory) END

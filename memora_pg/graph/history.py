@@ -43,10 +43,6 @@ class Event:
     actor_id: str | None = None
     role: str | None = None
 
-    @property
-    def is_deleted(self) -> bool:
-        return self.event == "DELETE"
-
 
 # Events are written by the schema's ``record_history`` (migration 0016), as ``add_memories`` writes the
 # ADD events: on Citus every event of an organization takes its ``seq`` on the same node.

@@ -69,6 +69,11 @@ def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
 APPEND_MESSAGES = function_call("append_messages", ("org_id", "interaction_id", "start", "roles", "contents"))
 
 
+def message_arguments(messages: Sequence[Message]) -> dict[str, list[str | None]]:
+    """Messages as a write function takes them: their roles and their contents, in order."""
+    return {"roles": [message.role for message in messages], "contents": [message.content for message in messages]}
+
+
 async def append_messages(
     conn: Connection, *, org_id: str, interaction_id: str, start: int, new: Sequence[Message]
 ) -> None:
@@ -80,8 +85,7 @@ async def append_messages(
             "org_id": org_id,
             "interaction_id": interaction_id,
             "start": start,
-            "roles": [message.role for message in new],
-            "contents": [message.content for message in new],
+            **message_arguments(new),
         },
     )
 
