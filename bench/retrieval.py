@@ -1,6 +1,7 @@
 """Retrieval quality: LoCoMo recall@k of every face's default search, beside the floors of the same run.
 
-    python -m bench.retrieval PATH [--updates bench/data/update_detection.json] [--out BENCHMARKS.md]
+    python -m bench.retrieval PATH [--updates bench/data/update_detection.json]
+        [--locomo-updates bench/data/locomo_updates.json] [--out BENCHMARKS.md]
 
 PATH is a LoCoMo-format file (the development set, or the full set a user downloads). Every
 turn is one memory, text ``"<speaker>: <text>"``, stored for one user per conversation through
@@ -38,6 +39,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from bench.server import Server
 from memora_pg import (
@@ -53,7 +55,7 @@ from memora_pg import (
 from memora_pg.embeddings import Embedder, LocalEmbedder, unrelated_similarity
 from memora_pg.mem0 import MemoryConfig
 
-KS = (1, 5, 10, 20)
+KS = (1, 5, 10, 20, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SECTION_START = "<!-- bench:retrieval:start -->"
 SECTION_END = "<!-- bench:retrieval:end -->"
@@ -163,7 +165,7 @@ class Result:
     recalls: dict[str, list[list[float]]] = field(default_factory=dict)
     returned: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
-    depth: int = 20
+    depth: int = 50
 
     def add(self, question: Question, ranked: Sequence[str], seconds: float | None = None) -> None:
         row = [len(set(ranked[:k]) & set(question.evidence)) / len(question.evidence) for k in KS]
@@ -233,8 +235,8 @@ async def memora_face(url: str, settings: Settings, embedder: SharedEmbedder, da
 
 
 async def mem0_face(url: str, settings: Settings, embedder: SharedEmbedder, data: list[Conversation]) -> Result:
-    """AsyncMemory.add(infer=False) per session, search(top_k=20) with its default threshold."""
-    result = Result("mem0-style `AsyncMemory.search(top_k=20)`")
+    """AsyncMemory.add(infer=False) per session, search(top_k=50) with its default threshold."""
+    result = Result("mem0-style `AsyncMemory.search(top_k=50)`")
     config = MemoryConfig.model_validate(
         {"vector_store": {"provider": "pgvector", "config": {"connection_string": url, "collection_name": "locomo"}}}
     )
@@ -251,7 +253,7 @@ async def mem0_face(url: str, settings: Settings, embedder: SharedEmbedder, data
             async def search(
                 question: str, user_id: str = conversation.sample_id, ids: dict[str, str] = ids
             ) -> list[str]:
-                found = await memory.search(question, top_k=20, filters={"user_id": user_id})
+                found = await memory.search(question, top_k=50, filters={"user_id": user_id})
                 return [ids[hit["memory"]] for hit in found["results"]]
 
             await _each(result, conversation, search)
@@ -261,12 +263,12 @@ async def mem0_face(url: str, settings: Settings, embedder: SharedEmbedder, data
 
 
 async def autogen_face(url: str, settings: Settings, embedder: SharedEmbedder, data: list[Conversation]) -> Result:
-    """PostgresMemory.add per turn, query(k=20)."""
+    """PostgresMemory.add per turn, query(k=50)."""
     from memora_pg.autogen import MemoryContent, MemoryMimeType
 
-    result = Result("AutoGen `PostgresMemory.query(k=20)`")
+    result = Result("AutoGen `PostgresMemory.query(k=50)`")
     for conversation in data:
-        store = PostgresMemory(conversation.sample_id, database_url=url, embedder=embedder, k=20)
+        store = PostgresMemory(conversation.sample_id, database_url=url, embedder=embedder, k=50)
         try:
             await store.setup()
             for turn in conversation.turns:
@@ -291,14 +293,14 @@ CREATE TABLE IF NOT EXISTS floor_turns (
     search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', memory)) STORED
 )"""
 COSINE = """
-SELECT dia_id FROM floor_turns WHERE user_id = $1 ORDER BY embedding <=> $2 LIMIT 20
+SELECT dia_id FROM floor_turns WHERE user_id = $1 ORDER BY embedding <=> $2 LIMIT 50
 """
 FULL_TEXT = """
 SELECT dia_id FROM floor_turns,
      CAST(replace(CAST(plainto_tsquery('english', $2) AS text), ' & ', ' | ') AS tsquery) AS query
 WHERE user_id = $1 AND search_text @@ query
 ORDER BY ts_rank(search_text, query) DESC
-LIMIT 20
+LIMIT 50
 """
 
 
@@ -341,40 +343,126 @@ async def floors(url: str, embedder: SharedEmbedder, data: list[Conversation]) -
 # -- update detection ------------------------------------------------------------------------------
 
 
+async def save_facts(graph: PostgresGraphDB, org_id: str, agent_id: str, user_id: str, facts: list[str]) -> None:
+    """Each fact saved as the Memora agent saves it: a user's message and the memory drawn from it. Facts
+    about a person gather over many conversations: one interaction each."""
+    for fact in facts:
+        await graph.save_interaction_with_memories(
+            org_id,
+            agent_id,
+            user_id,
+            MemoriesAndInteraction(
+                interaction=[{"role": "user", "content": fact}],
+                memories=[MemoryToStore(memory=fact, source_msg_block_pos=[0])],
+            ),
+        )
+
+
+FORMS = {
+    "placeholder": "the agent's form: facts and updates name the user by placeholder",
+    "name": "the agent's facts, the update names the user",
+    "none": 'the agent\'s facts, the update says "the user"',
+    "names throughout": "facts and updates name the user (a person's own notes)",
+}
+
+
 async def update_detection(url: str, settings: Settings, embedder: SharedEmbedder, path: Path) -> dict[str, float]:
-    """Share of updates whose old version the Memora vector DB's search (top 10) returns, and the
-    same share for plain cosine top 10."""
+    """For each form of asking (FORMS), the share of updates whose old version the Memora vector DB's
+    search (top 10) returns; and the same share for plain cosine top 10 of the names-throughout form.
+
+    The agent's form stores each fact as memora-core writes it, ``user_<id> lives in Leeds`` (the
+    set's ``{user}``); its search is the agent's before its comparison call, with the update's text."""
     users = json.loads(await asyncio.to_thread(path.read_text))["users"]
-    found = cosine_found = total = 0
+    found = dict.fromkeys(FORMS, 0)
+    cosine_found = total = 0
     async with PostgresGraphDB(url, settings=settings, embedder=embedder) as graph:
         vector = graph.get_associated_vector_db()
         assert isinstance(vector, PgVectorDB)
         org = await graph.create_organization("updates")
         agent = await graph.create_agent(org.org_id, "assistant")
+
+        async def user_with(name: str, facts: list[str]) -> str:
+            user = await graph.create_user(org.org_id, name)
+            placed = [fact.replace("{user}", f"user_{user.user_id}") for fact in facts]
+            await save_facts(graph, org.org_id, agent.agent_id, user.user_id, placed)
+            return user.user_id
+
+        async def finds(user_id: str, query: str, old: str) -> bool:
+            hits = await vector.search_memory(query, MemorySearchScope.USER, org.org_id, user_id)
+            return old in {memory.memory for memory, _ in hits}
+
         for person in users:
-            user = await graph.create_user(org.org_id, person["name"])
             facts: list[str] = person["facts"]
-            # Facts about a person gather over many conversations: one interaction each.
-            for fact in facts:
-                await graph.save_interaction_with_memories(
-                    org.org_id,
-                    agent.agent_id,
-                    user.user_id,
-                    MemoriesAndInteraction(
-                        interaction=[{"role": "user", "content": fact}],
-                        memories=[MemoryToStore(memory=fact, source_msg_block_pos=[0])],
-                    ),
-                )
+            agent_facts: list[str] = person["agent_form"]["facts"]
+            named_user = await user_with(person["name"], facts)
+            agent_user = await user_with(person["name"], agent_facts)
+            agent_placed = [fact.replace("{user}", f"user_{agent_user}") for fact in agent_facts]
             fact_vectors = await embedder.embed_documents(facts)
-            for update in person["updates"]:
+            asked = zip(
+                person["updates"], person["agent_form"]["updates"], person["unnamed_form"]["updates"], strict=True
+            )
+            for update, agent_update, unnamed_update in asked:
                 total += 1
-                hits = await vector.search_memory(update["new"], MemorySearchScope.USER, org.org_id, user.user_id)
-                found += facts[update["old"]] in {memory.memory for memory, _ in hits}
+                old = update["old"]
+                placeholder = agent_update.replace("{user}", f"user_{agent_user}")
+                found["placeholder"] += await finds(agent_user, placeholder, agent_placed[old])
+                found["name"] += await finds(agent_user, update["new"], agent_placed[old])
+                found["none"] += await finds(agent_user, unnamed_update, agent_placed[old])
+                found["names throughout"] += await finds(named_user, update["new"], facts[old])
                 (query,) = await embedder.embed_queries([update["new"]])
                 similarities = [sum(a * b for a, b in zip(query, v, strict=True)) for v in fact_vectors]
                 top = sorted(range(len(facts)), key=lambda i: -similarities[i])[:10]
-                cosine_found += update["old"] in top
-    return {"updates": total, "search": found / total, "cosine": cosine_found / total}
+                cosine_found += old in top
+    return {"updates": total, **{form: n / total for form, n in found.items()}, "cosine": cosine_found / total}
+
+
+def speaker_observations(conversation: dict[str, Any], speaker: str) -> list[str]:
+    """A speaker's observations in session order, then in the order the file lists them."""
+    sessions = sorted(conversation["observation"], key=lambda key: int(key.split("_")[1]))
+    return [text for key in sessions for text, _ in conversation["observation"][key].get(speaker, [])]
+
+
+async def locomo_update_detection(
+    url: str, settings: Settings, embedder: SharedEmbedder, locomo: Path, path: Path
+) -> dict[str, float]:
+    """Update detection among LoCoMo's own observations (``bench/data/locomo_updates.json``): each
+    speaker is a user whose observations are stored as the Memora agent writes them (the speaker's
+    name as the user's placeholder), and each update is asked with the placeholder, the name and
+    "the user"; the share whose old observation the Memora vector DB's search returns, per form."""
+    conversations = {c["sample_id"]: c for c in json.loads(await asyncio.to_thread(locomo.read_text))}
+    updates = json.loads(await asyncio.to_thread(path.read_text))["updates"]
+    found = dict.fromkeys(("placeholder", "name", "none"), 0)
+    async with PostgresGraphDB(url, settings=settings, embedder=embedder) as graph:
+        vector = graph.get_associated_vector_db()
+        assert isinstance(vector, PgVectorDB)
+        org = await graph.create_organization("locomo-updates")
+        agent = await graph.create_agent(org.org_id, "assistant")
+        stored: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        for sample_id, speaker in dict.fromkeys((u["sample_id"], u["speaker"]) for u in updates):
+            user = await graph.create_user(org.org_id, speaker)
+            named = re.compile(rf"\b{re.escape(speaker)}\b")
+            texts = [
+                named.sub(f"user_{user.user_id}", text)
+                for text in speaker_observations(conversations[sample_id], speaker)
+            ]
+            await save_facts(graph, org.org_id, agent.agent_id, user.user_id, texts)
+            stored[(sample_id, speaker)] = (user.user_id, texts)
+        for update in updates:
+            user_id, texts = stored[(update["sample_id"], update["speaker"])]
+            speaker = update["speaker"]
+            original = speaker_observations(conversations[update["sample_id"]], speaker)[update["old"]]
+            if not original.startswith(update["starts"]):
+                raise SystemExit(f"{path}: observation {update['old']} of {speaker} is not {update['starts']!r}")
+            named = re.compile(rf"\b{re.escape(speaker)}\b")
+            asked = {
+                "placeholder": named.sub(f"user_{user_id}", update["new"]),
+                "name": update["new"],
+                "none": named.sub("the user", re.sub(rf"^{re.escape(speaker)}\b", "The user", update["new"])),
+            }
+            for form, query in asked.items():
+                hits = await vector.search_memory(query, MemorySearchScope.USER, org.org_id, user_id)
+                found[form] += texts[update["old"]] in {memory.memory for memory, _ in hits}
+    return {"updates": len(updates), **{form: n / len(updates) for form, n in found.items()}}
 
 
 # -- the run -----------------------------------------------------------------------------------
@@ -382,8 +470,8 @@ async def update_detection(url: str, settings: Settings, embedder: SharedEmbedde
 
 def table(results: Sequence[Result], key: str = "all") -> list[str]:
     lines = [
-        "| search | R@1 | R@5 | R@10 | R@20 | hits returned | p50 ms | p95 ms |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| search | R@1 | R@5 | R@10 | R@20 | R@50 | hits returned | p50 ms | p95 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         timing = [f"{_p(r.seconds, 0.5) * 1000:.2f}", f"{_p(r.seconds, 0.95) * 1000:.2f}"] if r.seconds else ["—", "—"]
@@ -397,19 +485,40 @@ def table(results: Sequence[Result], key: str = "all") -> list[str]:
     return lines
 
 
-def report(results: Sequence[Result], updates: dict[str, float] | None, path: Path, command: str) -> str:
+def report(
+    results: Sequence[Result],
+    updates: dict[str, float] | None,
+    path: Path,
+    command: str,
+    locomo_updates: dict[str, float] | None = None,
+) -> str:
     questions = len(results[0].returned) if results else 0
     lines = [f"Retrieval on `{path.name}`: {questions} questions. Command: `{command}`.", "", *table(results), ""]
     for category in CATEGORIES.values():
-        lines += [f"**{category}**", "", "| search | R@1 | R@5 | R@10 | R@20 |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"**{category}**", "", "| search | R@1 | R@5 | R@10 | R@20 | R@50 |"]
+        lines.append("| --- | --- | --- | --- | --- | --- |")
         lines += [f"| {r.name} | " + " | ".join(r.cells(category)) + " |" for r in results]
         lines.append("")
     if updates:
-        lines.append(
-            f"Update detection ({int(updates['updates'])} reworded updates among each user's other facts): the Memora "
-            f"vector DB's search returns the old version for {updates['search']:.1%}; "
-            f"plain cosine top 10, {updates['cosine']:.1%}."
-        )
+        lines += [
+            f"Update detection ({int(updates['updates'])} reworded updates among each user's other facts): the share "
+            "whose old version the Memora vector DB's search returns, by how the update names the user.",
+            "",
+            "| how the update is asked | found |",
+            "| --- | --- |",
+            *(f"| {form}: {meaning} | {updates[form]:.1%} |" for form, meaning in FORMS.items()),
+            f"| plain cosine top 10, names throughout | {updates['cosine']:.1%} |",
+        ]
+    if locomo_updates:
+        lines += [
+            "",
+            f"Update detection among LoCoMo's observations ({int(locomo_updates['updates'])} updates, "
+            "`bench/data/locomo_updates.json`, each speaker's observations stored with the placeholder):",
+            "",
+            "| how the update is asked | found |",
+            "| --- | --- |",
+            *(f"| {form} | {locomo_updates[form]:.1%} |" for form in ("placeholder", "name", "none")),
+        ]
     return "\n".join(lines)
 
 
@@ -433,10 +542,14 @@ async def run(args: argparse.Namespace) -> str:
             if args.updates:
                 print("... update detection", file=sys.stderr, flush=True)
                 updates = await update_detection(url, settings, embedder, args.updates)
+            locomo_updates = None
+            if args.locomo_updates:
+                print("... update detection among LoCoMo's observations", file=sys.stderr, flush=True)
+                locomo_updates = await locomo_update_detection(url, settings, embedder, args.path, args.locomo_updates)
         finally:
             await server.drop_database("memora_retrieval")
     command = "python -m bench.retrieval " + " ".join(sys.argv[1:])
-    return report(results, updates, args.path, command)
+    return report(results, updates, args.path, command, locomo_updates)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -444,6 +557,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("path", type=Path, help="a LoCoMo-format JSON file")
     parser.add_argument(
         "--updates", type=Path, default=None, help="the update-detection set (bench/data/update_detection.json)"
+    )
+    parser.add_argument(
+        "--locomo-updates",
+        type=Path,
+        default=None,
+        help="updates to PATH's observations (bench/data/locomo_updates.json)",
     )
     parser.add_argument(
         "--server-url", default=None, help="another PostgreSQL server (default: a temporary embedded one)"

@@ -52,14 +52,15 @@ class MemoraContextProvider(ContextProvider):
         tenant_id: str | None = None,
         application_id: str | None = None,
         top_k: int = 5,
-        threshold: float | None = 0.1,
+        threshold: float | None = None,
         as_of: datetime | None = None,
         infer: bool | None = None,
         context_prompt: str = DEFAULT_PROMPT,
         source_id: str = "memora",
     ) -> None:
         """``user_id``: whose memories are searched and written. ``as_of`` searches the memories as
-        they were then; ``threshold`` is the lowest score recalled (as in ``AsyncMemory.search``).
+        they were then; ``threshold`` is the lowest score recalled (as in ``AsyncMemory.search``: by default, the
+        memories related to the query at all).
         ``infer`` (default: when the memory has a language model) extracts facts from each turn;
         false stores the turn's messages as they are."""
         super().__init__(source_id)

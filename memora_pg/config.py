@@ -140,8 +140,15 @@ class Settings(BaseSettings):
         default=None,
         ge=-1,
         lt=1,
-        description="Cosine similarity at or below which the dense arm scores 0; unset: the embedder's "
-        "unrelated_similarity (0.75 for the local e5 model, 0 for others unless they declare one).",
+        description="Cosine similarity at or below which the dense arm scores 0, for every query; unset: measured "
+        "for each query (search_unrelated_margin), never below the embedder's unrelated_similarity.",
+    )
+    search_unrelated_margin: float = Field(
+        default=0.03,
+        ge=0,
+        lt=1,
+        description="How far above the similarity of unrelated text to the query (measured per query, "
+        "memora_pg.embeddings.calibration) a memory's cosine similarity must be for the dense arm to count it.",
     )
     search_bm25_k1: float = Field(default=1.2, gt=0, description="BM25 term-frequency saturation.")
     search_neighbour_terms: float = Field(
@@ -247,6 +254,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "search_top_k",
         "search_dense_weight",
         "search_cosine_floor",
+        "search_unrelated_margin",
         "search_bm25_k1",
         "search_neighbour_terms",
         "search_neighbour_boost",

@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 
 from memora_pg.config import Settings
 from memora_pg.contract import MemorySearchScope
-from memora_pg.embeddings import unrelated_similarity
+from memora_pg.embeddings import embed_checked, unrelated_similarity
+from memora_pg.graph import search
 from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
 from memora_pg.store import PostgresGraphDB
 from memora_pg.vector import PgVectorDB
@@ -30,14 +31,13 @@ def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]])
 
 
 def _score_meaning(settings: Settings, floor: float) -> str:
-    """What a search score says, with this run's weights."""
+    """What a search score says, with this run's weights and the question's measured cosine floor."""
     dense = settings.search_dense_weight
-    floor = floor if settings.search_cosine_floor is None else settings.search_cosine_floor
     return (
-        f"A score is in [0, 1]: {dense:.0%} meaning (how far the cosine similarity lies above {floor:.2f}, where\n"
-        f"this embedder places unrelated texts) and {1 - dense:.0%} words (BM25), lifted a little by the memory\n"
-        "written just before or after it. 0 is unrelated; a short memory that answers the question well\n"
-        "scores about 0.2 to 0.5, so read the order, not the number.\n"
+        f"A score is in [0, 1]: {dense:.0%} meaning (how far the cosine similarity lies above {floor:.3f}: for\n"
+        "this question, where this embedder places unrelated text, plus search_unrelated_margin) and\n"
+        f"{1 - dense:.0%} words (BM25), lifted a little by the memory written just before or after it. Above 0\n"
+        "is related, 0 is not; a memory that answers well scores about 0.1 to 0.5. Read the order first.\n"
     )
 
 
@@ -137,7 +137,10 @@ async def run_demo(settings: Settings) -> None:
                 [[f"{score:.3f}", m.memory] for m, score in hits],
             )
         )
-        print(_score_meaning(settings, unrelated_similarity(vector.embedder)))
+        asked = await embed_checked(vector.embedder, [question], query=True)
+        floors = await search.cosine_floors(vector.embedder, asked, settings, unrelated_similarity(vector.embedder))
+        # Without a measured floor, the settings fix it (search_cosine_floor).
+        print(_score_meaning(settings, floors[0] if floors else float(settings.search_cosine_floor or 0)))
         refs = [{"memory_id": m.memory_id, "user_id": m.user_id, "org_id": m.org_id} for m, _ in hits]
         resolved = await graph.fetch_user_memories_resolved(refs)
         print(

@@ -131,6 +131,25 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
             ]
         return await self.embed_documents(given)
 
+    async def _named_queries(
+        self, queries: Sequence[str], *, org_id: str, user_id: str, agent_id: str | None
+    ) -> list[str]:
+        """The queries of a user's search as that user's memories are embedded (:func:`render.for_embedding`):
+        their placeholders and "the user" replaced by the names. The names are read (one round trip) only
+        when a query refers to the user that way."""
+        given = list(queries)
+        if not render.names_own_placeholders(given, user_id=user_id, agent_id=agent_id):
+            return given
+        (named,) = await self._db.execute_one(
+            users.names(org_id=org_id, user_id=user_id, agent_id=agent_id), read_only=True, org_id=org_id
+        )
+        return [
+            render.for_embedding(
+                query, user_id=user_id, agent_id=agent_id, user_name=named.user_name, agent_label=named.agent_label
+            )
+            for query in given
+        ]
+
     # -- writing -------------------------------------------------------------------------
 
     async def add_memories(
@@ -279,8 +298,13 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
                 raise InvalidInputError("A query is required")
             check.no_nul(query, "queries")
         await self.check_dimensions()
-        vectors = await embed_checked(self.embedder, queries, query=True)
         user_scoped = scope == MemorySearchScope.USER.value
+        asked = (
+            await self._named_queries(queries, org_id=org_id, user_id=user_id, agent_id=agent)
+            if user_scoped and user_id is not None
+            else queries
+        )
+        vectors = await embed_checked(self.embedder, asked, query=True)
         where = search.memories_where(
             org_id,
             user_id=user_id if user_scoped else None,
@@ -300,6 +324,7 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
             k=self._db.settings.search_top_k,
             scoped=user_scoped,
             unrelated_similarity=unrelated_similarity(self.embedder),
+            embedder=self.embedder,
             mode=self.search_mode,
         )
         # A memory that neither arm relates to the query (score 0) is not a hit.

@@ -359,13 +359,15 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
             k=k,
             scoped=True,
             unrelated_similarity=unrelated_similarity(self.embedder),
+            embedder=self.embedder,
         )
         # The threshold is on the cosine similarity, as the vector memories it stands in for take it
         # (ChromaDB's similarity score_threshold, Redis's distance_threshold); the ranking stays the search's.
+        # Without one, a hit must be related to the query at all (its score above 0: the README, "What a score means").
         found = [
             autogen_contents.stored(row, score)
             for row, score in hits
-            if threshold is None or row["cosine"] >= threshold
+            if (score > 0 if threshold is None else row["cosine"] >= threshold)
         ]
         return MemoryQueryResult(results=[to_memory_content(entry) for entry in found])
 

@@ -32,7 +32,17 @@ def render(text: str, *, user_name: str | None, agent_label: str | None) -> str:
     return _TOKEN.sub(replace, text)
 
 
-# -- the text a memory is embedded as -------------------------------------------------------
+# -- the text a memory, or a query of a user's memories, is embedded as --------------------
+#
+# Who a memory is about is said one way on both sides of the comparison. The Memora agent stores
+# ``user_<id> moved to Lisbon`` and searches with ``user_<id> moved to Berlin``; a person asks
+# "Did Jake move?"; a chat turn asks "did the user move?". A memory and the query of a user's
+# search are both embedded with the user's placeholder, and "the user", written as the user's
+# name, and the agent's placeholder as its label: as a read shows the memory. Only the
+# embedding sees this; the full-text arm and every read keep the text as written.
+
+# "the user" and "the user's", in any case.
+_THE_USER = re.compile(r"\bthe\s+user(?='s\b|\b)", re.IGNORECASE)
 
 
 def _owned(match: re.Match[str], user_id: str, agent_id: str | None) -> str | None:
@@ -47,26 +57,33 @@ def _owned(match: re.Match[str], user_id: str, agent_id: str | None) -> str | No
 
 
 def names_own_placeholders(texts: list[str], *, user_id: str, agent_id: str | None) -> bool:
-    """Whether any of ``texts`` holds a placeholder of the memory's own user or agent."""
-    return any(_owned(match, user_id, agent_id) for text in texts for match in _TOKEN.finditer(text))
+    """Whether any of ``texts`` refers to its user or agent in a way :func:`for_embedding` rewrites:
+    a placeholder of the user or the agent, or "the user"."""
+    return any(
+        _THE_USER.search(text) or any(_owned(match, user_id, agent_id) for match in _TOKEN.finditer(text))
+        for text in texts
+    )
 
 
 def for_embedding(
     text: str, *, user_id: str, agent_id: str | None, user_name: str | None, agent_label: str | None
 ) -> str:
-    """The text a memory's embedding is computed from: ``text`` with the placeholders of its own user
-    (``user_<its user_id>``) and agent (``agent_<its agent_id>``) replaced by their names, as a read
-    shows it. A placeholder is a random id of 22 characters, and an embedder reads it as noise: the
-    memories of one user all start with the same noise, which pulls their similarities to any query
-    together. Only the memory's own ids are replaced, so a text that merely contains ``user_...`` (a
-    mem0-style memory's own words) is embedded as written."""
+    """The text a memory's embedding (or a query of its user's memories) is computed from: ``text``
+    with the placeholders of its own user (``user_<its user_id>``) and agent (``agent_<its
+    agent_id>``), and the words "the user", replaced by their names. A placeholder is a random id of
+    22 characters, and an embedder reads it as noise: the memories of one user all start with the
+    same noise, which pulls their similarities to any query together. Only the memory's own ids are
+    replaced, so a text that merely contains ``user_...`` (a mem0-style memory's own words) is
+    embedded as written; a missing name leaves its words as they are."""
 
     def replace(match: re.Match[str]) -> str:
         owner = _owned(match, user_id, agent_id)
         name = user_name if owner == "user" else agent_label if owner == "agent" else None
         return match.group(0) if name is None else name
 
-    return _TOKEN.sub(replace, text)
+    placed = _TOKEN.sub(replace, text)
+    # A function, not a template: a name is put in literally (a backslash in it is no escape).
+    return _THE_USER.sub(lambda _: user_name, placed) if user_name else placed
 
 
 # -- the rendered memory: its columns, the joins that give names and sources, the model ----

@@ -19,7 +19,7 @@ All queries of a call go in the same statement.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -45,6 +45,8 @@ from memora_pg import vector_params
 from memora_pg.config import SearchMode, Settings
 from memora_pg.db import Database
 from memora_pg.driver import Row
+from memora_pg.embeddings import calibration
+from memora_pg.embeddings.base import Embedder
 from memora_pg.errors import ConfigurationError
 from memora_pg.graph import autogen_contents as autogen_contents_rows
 from memora_pg.graph import nearest, ranking, scoring, timeline, upstream
@@ -358,13 +360,16 @@ async def find(
     scoped: bool,
     unrelated_similarity: float = 0.0,
     mode: SearchMode | str | None = None,
+    embedder: Embedder | None = None,
 ) -> list[list[Hit]]:
     """For each query, up to ``k`` rows of ``corpus`` matching ``where`` (which pins ``org_id``),
     best first, as (the row's returned columns and its ``cosine``, score).
 
     A ``scoped`` search is one whose ``where`` pins a user or a namespace: while that scope has few
     rows they are sorted exactly, beyond that the HNSW index finds the nearest.
-    ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``).
+    ``unrelated_similarity`` is the embedder's (``embeddings.unrelated_similarity``). With the
+    ``embedder`` that made ``vectors``, the hybrid score's cosine floor is measured for each query
+    (:func:`cosine_floors`).
     """
     settings = database.settings
     mode = check_mode(mode or settings.search_mode, upstream=corpus is MEMORIES)
@@ -386,7 +391,21 @@ async def find(
     if mode is not SearchMode.HYBRID:
         return hits(rows, len(texts))
     weights = scoring.Weights.from_settings(settings, unrelated_similarity)
-    return ranked(rows, len(texts), corpus=corpus, k=k, weights=weights)
+    floors = await cosine_floors(embedder, vectors, settings, unrelated_similarity)
+    return ranked(rows, len(texts), corpus=corpus, k=k, weights=weights, floors=floors)
+
+
+async def cosine_floors(
+    embedder: Embedder | None, vectors: Sequence[Sequence[float]], settings: Settings, declared: float
+) -> list[float] | None:
+    """Each query's cosine floor: the similarity a memory must exceed for the dense arm to count it,
+    ``search_unrelated_margin`` above where unrelated text lands for that query
+    (:func:`calibration.unrelated_levels`), and never below what the embedder declares. None (the
+    weights' one floor) when the settings fix the floor, or without the embedder."""
+    if embedder is None or settings.search_cosine_floor is not None:
+        return None
+    levels = await calibration.unrelated_levels(embedder, vectors)
+    return [max(declared, level + settings.search_unrelated_margin) for level in levels]
 
 
 # Upstream mode is upstream Memora's own fusion, of the Memora vector store; no other face has an upstream.
@@ -421,16 +440,24 @@ def hits(rows: Sequence[Row], queries: int) -> list[list[Hit]]:
 
 
 def ranked(
-    rows: Sequence[Row], queries: int, *, corpus: nearest.Corpus, k: int, weights: scoring.Weights
+    rows: Sequence[Row],
+    queries: int,
+    *,
+    corpus: nearest.Corpus,
+    k: int,
+    weights: scoring.Weights,
+    floors: Sequence[float] | None = None,
 ) -> list[list[Hit]]:
-    """The ``k`` best of each query's candidates (the rows of a hybrid search statement), scored."""
+    """The ``k`` best of each query's candidates (the rows of a hybrid search statement), scored;
+    with ``floors``, each query's dense arm counts from its own cosine floor."""
     candidates: list[list[Mapping[str, Any]]] = [[] for _ in range(queries)]
     for row in rows:
         candidates[row.query_no].append(row._mapping)
+    each = [weights] * queries if floors is None else [replace(weights, cosine_floor=f) for f in floors]
     return [
         [
             ({**corpus.decode(row), "cosine": row["cosine"]}, score)
-            for row, score in scoring.rank(found, k=k, weights=weights)
+            for row, score in scoring.rank(found, k=k, weights=chosen)
         ]
-        for found in candidates
+        for found, chosen in zip(candidates, each, strict=True)
     ]

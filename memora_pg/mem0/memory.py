@@ -51,6 +51,7 @@ from memora_pg.mem0.shapes import (
     expiration_of,
     history_item,
     item_of,
+    kept,
     messages_of,
     new_memory,
     new_metadata,
@@ -322,7 +323,7 @@ class AsyncMemory:
         *,
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
-        threshold: float | None = 0.1,
+        threshold: float | None = None,
         rerank: bool = False,
         show_expired: bool = False,
         as_of: datetime | None = None,
@@ -331,11 +332,13 @@ class AsyncMemory:
     ) -> dict[str, Any]:
         """The ``top_k`` (default 20) memories most similar to ``query`` under ``filters``, best first.
 
-        ``threshold`` (0 to 1) is the lowest score kept; 0 or None keeps every hit. ``limit=`` is
-        accepted for ``top_k`` and top-level ``user_id=``/``agent_id=``/``run_id=`` are folded into
-        the filters (autogen-ext's Mem0Memory sends both). Expired memories are left out unless
-        ``show_expired``. ``as_of`` (a datetime) searches the memories current at that time, by
-        valid time (``as_of_clock="valid"``) or by system time (``"system"``).
+        ``threshold`` (0 to 1) is the lowest score kept. By default (None) a hit must score above 0:
+        the score counts only what lies beyond where unrelated text lands for this query (see the
+        README, "What a score means"), so 0 means "not related". ``threshold=0`` keeps every ranked
+        memory. ``limit=`` is accepted for ``top_k`` and top-level ``user_id=``/``agent_id=``/``run_id=``
+        are folded into the filters (autogen-ext's Mem0Memory sends both). Expired memories are left
+        out unless ``show_expired``. ``as_of`` (a datetime) searches the memories current at that
+        time, by valid time (``as_of_clock="valid"``) or by system time (``"system"``).
         """
         query = search_query(query)
         top_k = top_k_of(top_k, kwargs)
@@ -357,8 +360,9 @@ class AsyncMemory:
             k=top_k,
             scoped=filter_language.uses_user_scope(combined),
             unrelated_similarity=unrelated_similarity(self.embedder),
+            embedder=self.embedder,
         )
-        found = [(row, score) for row, score in hits if threshold is None or score >= threshold]
+        found = [(row, score) for row, score in hits if kept(score, threshold)]
         if rerank and found and self.reranker is not None:
             scores = await self.reranker.scores(query, [row["memory"] for row, _ in found])
             found = sorted(((row, s) for (row, _), s in zip(found, scores, strict=True)), key=lambda pair: -pair[1])

@@ -169,14 +169,21 @@ def top_k_of(top_k: object, kwargs: dict[str, Any], default: int = 20) -> int:
 
 
 def check_threshold(threshold: object) -> float | None:
-    """The score floor: a number from 0 to 1 as mem0 takes it; 0 and None mean no floor."""
+    """The score floor: a number from 0 to 1 as mem0 takes it, or None (the default: a hit must score
+    above 0, i.e. be related to the query at all; see ``AsyncMemory.search``)."""
     if threshold is None:
         return None
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
         raise DuragValidationError("threshold must be a valid number")
     if not 0 <= threshold <= 1:
         raise DuragValidationError(f"Invalid threshold: {threshold}. Must be between 0 and 1 (inclusive).")
-    return float(threshold) or None
+    return float(threshold)
+
+
+def kept(score: float, threshold: float | None) -> bool:
+    """Whether a hit of this score passes the threshold: above 0 by default (None), at least the
+    threshold otherwise, so that 0 keeps every ranked memory."""
+    return score > 0 if threshold is None else score >= threshold
 
 
 def expiration_of(value: object) -> str | None:

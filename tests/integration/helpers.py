@@ -15,6 +15,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import ClauseElement
 
 from memora_pg import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore, PostgresGraphDB, vector_params
+from memora_pg.embeddings import HashEmbedder
 from memora_pg.migrations import MigrationOptions, upgrade
 
 
@@ -136,3 +137,15 @@ WRITE_FUNCTIONS = (
     "save_interaction",
     "write_memories",
 )
+
+
+class Recording(HashEmbedder):
+    """The hashing embedder, keeping the texts it embedded as queries."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.queries: list[str] = []
+
+    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        self.queries += texts
+        return await super().embed_queries(texts)

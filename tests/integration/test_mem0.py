@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from memora_pg.embeddings import HashEmbedder
 from memora_pg.mem0 import AsyncMemory, DuragValidationError, LLMError, Memory, MemoryConfig, MemoryNotFoundError
 from memora_pg.mem0.errors import VectorStoreError
 from tests.fake_openai import FakeOpenAIServer, FakeResponse
+from tests.integration.helpers import Recording
 
 COUNTED = ("memories", "memory_history")
 
@@ -412,18 +412,6 @@ def test_config_rejects_other_vector_stores() -> None:
         }
     )
     assert config.settings().url() == "postgresql://u:p%20w@db:5432/x"
-
-
-class Recording(HashEmbedder):
-    """A hashing embedder that keeps the texts it embedded as queries."""
-
-    def __init__(self) -> None:
-        super().__init__(384)
-        self.queries: list[str] = []
-
-    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        self.queries += texts
-        return await super().embed_queries(texts)
 
 
 async def test_bad_query_and_top_k_are_refused_in_mem0s_words(memory: AsyncMemory) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memora_pg.graph.render import render
+from memora_pg.graph.render import for_embedding, names_own_placeholders, render
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,18 @@ def test_missing_names_leave_the_token() -> None:
 def test_names_are_inserted_literally_and_not_rescanned() -> None:
     """Regex metacharacters and placeholder-like text inside names are inserted as they are."""
     assert render("user_A met agent_B", user_name=r"$1 \g<0> agent_X", agent_label="Bot") == r"$1 \g<0> agent_X met Bot"
+
+
+def test_the_text_embedded_names_the_user_one_way() -> None:
+    """The user's own placeholder and "the user" become the name (literally: a backslash is no escape);
+    another user's placeholder, "the users" and a text without a name stay as written."""
+
+    def embedded(text: str, name: str | None = "Jake") -> str:
+        return for_embedding(text, user_id="abc", agent_id="a1", user_name=name, agent_label="Jenny")
+
+    assert embedded("user_abc moved; THE USER's sister and agent_a1 too") == "Jake moved; Jake's sister and Jenny too"
+    assert embedded("the users of user_other") == "the users of user_other"
+    assert embedded("the user lives here", name=r"J\1") == r"J\1 lives here"
+    assert embedded("the user lives here", name=None) == "the user lives here"
+    assert names_own_placeholders(["so the user said"], user_id="abc", agent_id=None)
+    assert not names_own_placeholders(["user_other and the users"], user_id="abc", agent_id=None)
