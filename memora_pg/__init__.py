@@ -16,6 +16,7 @@ from memora_pg.errors import (
     LLMError,
     MemoraPGError,
     NotFoundError,
+    SettingsError,
     TransientDatabaseError,
 )
 from memora_pg.mem0 import AsyncMemory, Memory, MemoryConfig
@@ -64,6 +65,7 @@ __all__ = [
     "PostgresMemory",
     "SearchMode",
     "Settings",
+    "SettingsError",
     "TransientDatabaseError",
     "User",
 ]

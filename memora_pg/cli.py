@@ -12,8 +12,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from memora_pg import commands
-from memora_pg.errors import MemoraPGError
+from memora_pg.config import Settings, problems
+from memora_pg.errors import MemoraPGError, SettingsError
 
 EXAMPLES = {
     "demo": "memora-pg demo",
@@ -257,6 +260,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
+    except SettingsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ValidationError as error:
+        if error.title != Settings.__name__:
+            raise
+        # A bad value of a setting is a usage error: one line for each, naming it.
+        for line in problems(error):
+            print(f"error: {line}", file=sys.stderr)
+        return 2
     except MemoraPGError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -13,9 +13,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memora_pg import known_names
+from memora_pg.errors import SettingsError
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -40,13 +43,19 @@ class SearchMode(str, Enum):
         return self.value
 
 
+ENV_PREFIX = "MEMORA_PG_"
+# Variables of the test suite and the benchmarks, which Settings never reads.
+RESERVED_PREFIXES = ("MEMORA_PG_TEST_", "MEMORA_PG_BENCH_")
+
+
 class Settings(BaseSettings):
     """Everything memora_pg can be configured with."""
 
-    # A keyword argument that names no setting is an error (a misspelt setting must not pass unnoticed);
-    # the environment is read field by field, so other MEMORA_PG_* variables are never looked at.
+    # A keyword argument that names no setting is an error (a misspelt setting must not pass unnoticed),
+    # and so is a MEMORA_PG_* variable that names none (a MEMORA_PG_DATABSE_URL would otherwise send
+    # every write to the embedded server): both are refused with the closest setting's name.
     model_config = SettingsConfigDict(
-        env_prefix="MEMORA_PG_",
+        env_prefix=ENV_PREFIX,
         extra="forbid",
         populate_by_name=True,
     )
@@ -197,6 +206,19 @@ class Settings(BaseSettings):
         default=18, description="PostgreSQL version of the embedded server (the wheel ships 16 and 18)."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_environment(cls, given: Any) -> Any:
+        refusal = known_names.unknown(
+            [name for name in os.environ if name.startswith(ENV_PREFIX) and not name.startswith(RESERVED_PREFIXES)],
+            environment_names(),
+            where="environment",
+            noun="variable",
+        )
+        if refusal:
+            raise SettingsError(refusal + f" (memora_pg reads no other {ENV_PREFIX}* variable)")
+        return given
+
     @field_validator("db_schema", "text_search_config")
     @classmethod
     def _plain_identifier(cls, value: str | None) -> str | None:
@@ -213,6 +235,33 @@ class Settings(BaseSettings):
         if self.read_database_url is None or not self.read_from_replica:
             return None
         return self.read_database_url.get_secret_value()
+
+
+def environment_names() -> set[str]:
+    """The MEMORA_PG_* variables Settings reads."""
+    return {variable for name in Settings.model_fields for variable in environment_names_of(name)}
+
+
+def environment_names_of(name: str) -> set[str]:
+    """The MEMORA_PG_* variables of one setting: its aliases where it has them, else its prefixed name."""
+    alias = Settings.model_fields[name].validation_alias
+    choices = alias.choices if isinstance(alias, AliasChoices) else [alias] if isinstance(alias, str) else []
+    spelled = {choice for choice in choices if isinstance(choice, str) and choice.startswith(ENV_PREFIX)}
+    return spelled or {ENV_PREFIX + name.upper()}
+
+
+def problems(error: ValidationError) -> list[str]:
+    """A refused ``Settings`` as one line per bad value, each naming the setting and its variable:
+    ``MEMORA_PG_POOL_SIZE (pool_size): Input should be a valid integer, got 'five'``."""
+    lines = []
+    for detail in error.errors():
+        field = str(detail["loc"][0]) if detail["loc"] else ""
+        names = sorted(environment_names_of(field)) if field in Settings.model_fields else []
+        where = f"{names[0]} ({field})" if names else field or "settings"
+        given = detail.get("input")
+        shown = f", got {given!r}" if isinstance(given, (str, int, float)) else ""
+        lines.append(f"{where}: {detail['msg']}{shown}")
+    return lines
 
 
 def default(name: str) -> Any:

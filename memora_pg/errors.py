@@ -54,6 +54,10 @@ class ConfigurationError(MemoraPGError):
     """The settings, the database schema and the embedder do not fit together."""
 
 
+class SettingsError(ConfigurationError):
+    """A setting names nothing memora_pg knows (a misspelt ``MEMORA_PG_*`` variable)."""
+
+
 class EmbeddingError(MemoraPGError):
     """The embedder failed or returned vectors of the wrong shape; nothing was written."""
 

@@ -123,6 +123,26 @@ def test_errors_exit_1_with_a_message(capsys: pytest.CaptureFixture[str]) -> Non
     assert err.startswith("error: memora_pg needs PostgreSQL")
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("MEMORA_PG_SEARCH_MODE", "hybird", "error: MEMORA_PG_SEARCH_MODE (search_mode): Input should be 'hybrid'"),
+        ("MEMORA_PG_POOL_SIZE", "five", "error: MEMORA_PG_POOL_SIZE (pool_size): Input should be a valid integer"),
+        ("MEMORA_PG_SERCH_MODE", "dense", "error: environment: unknown variable 'MEMORA_PG_SERCH_MODE' (did you mean"),
+    ],
+)
+def test_a_bad_setting_is_one_line_and_a_usage_error(
+    variable: str, value: str, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad value or a misspelt variable in the environment is one error line naming it, with exit status 2
+    (as for every usage error), before anything connects."""
+    monkeypatch.setenv(variable, value)
+    assert main(["db", "current"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(said)
+    assert err.count("\n") == 1
+
+
 FACTS = ("lives in Lisbon", "moved to Berlin", "allergic", "green tea", "thanked")
 
 

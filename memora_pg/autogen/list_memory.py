@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from memora_pg.autogen.convert import mime_out
 from memora_pg.autogen.protocol import (
@@ -18,9 +18,10 @@ from memora_pg.autogen.protocol import (
     SystemMessage,
     UpdateContextResult,
 )
+from memora_pg.known_names import StrictConfig
 
 
-class ListMemoryConfig(BaseModel):
+class ListMemoryConfig(StrictConfig):
     """Configuration of a ``ListMemory`` component (autogen-core's ``ListMemoryConfig``)."""
 
     name: str | None = None

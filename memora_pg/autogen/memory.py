@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, SecretStr, field_serializer
+from pydantic import SecretStr, field_serializer
 from sqlalchemy import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -47,6 +47,7 @@ from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundErro
 from memora_pg.face import EmbeddingFace
 from memora_pg.graph import audit, autogen_contents, search, timeline
 from memora_pg.graph.validate import no_nul
+from memora_pg.known_names import StrictConfig
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ def _url_for_connecting(url: str) -> str | None:
     return parsed.render_as_string(hide_password=False)
 
 
-class PostgresMemoryConfig(BaseModel):
+class PostgresMemoryConfig(StrictConfig):
     """Configuration of a ``PostgresMemory`` component.
 
     ``database_url`` is a SecretStr, and is written by ``dump_component()`` with its password

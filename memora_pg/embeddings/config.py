@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
+from memora_pg import known_names
 from memora_pg.embeddings.base import Embedder
 from memora_pg.embeddings.hashing import HashEmbedder
 from memora_pg.errors import InvalidInputError
@@ -43,13 +45,22 @@ def embedder_from_config(config: Mapping[str, Any] | None) -> Embedder | None:
     options = dict(config)
     provider = options.pop("provider", None)
     if provider == "hash":
-        return HashEmbedder(**options)
+        return HashEmbedder(**_known(options, HashEmbedder, provider))
     if provider == "local":
         from memora_pg.embeddings import LocalEmbedder
 
-        return LocalEmbedder(**options)
+        return LocalEmbedder(**_known(options, LocalEmbedder, provider))
     if provider == "openai":
         from memora_pg.embeddings.openai import OpenAIEmbedder
 
-        return OpenAIEmbedder(**options)
+        return OpenAIEmbedder(**_known(options, OpenAIEmbedder, provider))
     raise InvalidInputError(f"Unknown embedder provider {provider!r}: use 'hash', 'local' or 'openai'.")
+
+
+def _known(options: dict[str, Any], embedder: type[Embedder], provider: str) -> dict[str, Any]:
+    """``options``, if the embedder's constructor takes each of them (a misspelt one is refused by name)."""
+    takes = [name for name in inspect.signature(embedder.__init__).parameters if name != "self"]
+    refusal = known_names.unknown(options, takes, where=f"embedder {provider!r}")
+    if refusal:
+        raise InvalidInputError(refusal)
+    return options

@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from memora_pg import known_names
 from memora_pg.config import Settings
 from memora_pg.embeddings import Embedder, HashEmbedder, LocalEmbedder, default_embedder
 from memora_pg.mem0.errors import DuragValidationError, VectorStoreError
@@ -26,17 +28,58 @@ logger = logging.getLogger(__name__)
 
 _COLLECTION = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 
+# The keys each component's ``config`` takes: the ones memora_pg reads, then mem0's own that have no
+# meaning here and are accepted, so that a configuration written for mem0 works unchanged. Any other
+# key is refused with the closest known one: a misspelt key read with ``.get`` would fall back to its
+# default without a word (a ``conection_string`` writing to the embedded server).
+_CONNECTION_KEYS = ("connection_string", "host", "port", "user", "password", "dbname", "sslmode")
+VECTOR_STORE_KEYS = frozenset(
+    {*_CONNECTION_KEYS, "collection_name", "embedding_model_dims", "schema", "search_mode", "hybrid_search"}
+    | {"diskann", "hnsw", "minconn", "maxconn", "connection_pool"}
+)
+EMBEDDER_KEYS = frozenset(
+    {"model", "api_key", "embedding_dims", "openai_base_url", "base_url", "query_prefix", "document_prefix"}
+    | {"variant", "num_threads"}
+    | {
+        "ollama_base_url", "model_kwargs", "huggingface_base_url", "azure_kwargs", "http_client_proxies",
+        "vertex_credentials_json", "memory_add_embedding_type", "memory_update_embedding_type",
+        "memory_search_embedding_type", "output_dimensionality", "lmstudio_base_url", "aws_access_key_id",
+        "aws_secret_access_key", "aws_session_token", "aws_region",
+    }
+)  # fmt: skip
+LLM_KEYS = frozenset(
+    {"model", "api_key", "openai_base_url", "base_url", "temperature", "max_tokens", "top_p", "timeout", "max_retries"}
+    | {
+        "top_k", "enable_vision", "vision_details", "reasoning_effort", "http_client_proxies", "is_reasoning_model",
+        "models", "route", "openrouter_base_url", "site_url", "app_name", "store", "response_callback",
+    }
+)  # fmt: skip
+RERANKER_KEYS = LLM_KEYS | {"scoring_prompt", "llm", "provider"}
+# Top-level keys of mem0's configuration that mean nothing here (the graph store of mem0's older releases).
+_MEM0_ONLY = frozenset({"graph_store"})
+
 
 class _ProviderConfig(BaseModel):
     """mem0's shape of a component's configuration: a provider and its options."""
 
     model_config = ConfigDict(extra="forbid")
+    _keys: ClassVar[frozenset[str]] = frozenset()
+    _where: ClassVar[str] = ""
 
     provider: str
     config: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _known_keys(self) -> _ProviderConfig:
+        refusal = known_names.unknown(self.config, self._keys, where=f"{self._where}.config")
+        if refusal:
+            raise DuragValidationError(refusal)
+        return self
+
 
 class VectorStoreConfig(_ProviderConfig):
+    _keys = VECTOR_STORE_KEYS
+    _where = "vector_store"
     provider: str = "pgvector"
 
     @model_validator(mode="after")
@@ -46,23 +89,42 @@ class VectorStoreConfig(_ProviderConfig):
                 "memora_pg keeps vectors in PostgreSQL: "
                 f"vector_store provider must be 'pgvector', not {self.provider!r}"
             )
+        given = self.config.get("connection_string")
+        if given is not None and (not isinstance(given, str) or not given.strip()):
+            # A connection string that was asked for and is empty (an unset environment variable) must
+            # not fall back to the embedded server.
+            raise VectorStoreError(f"vector_store.config: connection_string must be a postgresql:// URL, not {given!r}")
+        if self.config.get("connection_pool") is not None:
+            # mem0 takes a psycopg pool; memora_pg opens its own (asyncpg). Ignoring it would write to
+            # the embedded server instead of the database the pool reaches.
+            raise VectorStoreError(
+                "vector_store.config: connection_pool is a psycopg pool, which memora_pg cannot use: "
+                "give the database as connection_string (or host, port, user, password, dbname)"
+            )
         return self
 
 
 class LlmConfig(_ProviderConfig):
+    _keys = LLM_KEYS
+    _where = "llm"
     provider: str = "openai"
 
 
 class EmbedderConfig(_ProviderConfig):
+    _keys = EMBEDDER_KEYS
+    _where = "embedder"
     provider: str = "local"
 
 
 class RerankerConfig(_ProviderConfig):
+    _keys = RERANKER_KEYS
+    _where = "reranker"
     provider: str = "llm"
 
 
 class MemoryConfig(BaseModel):
-    """The seed's ``MemoryConfig``. Keys of mem0's config that have no meaning here are ignored with a warning."""
+    """The seed's ``MemoryConfig``. A key of mem0's configuration that has no meaning here is ignored with a
+    warning; any other unknown key, at any level, is refused with the closest known name."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -81,10 +143,28 @@ class MemoryConfig(BaseModel):
     custom_update_memory_prompt: str | None = None
 
     @model_validator(mode="after")
-    def _warn_unused(self) -> MemoryConfig:
-        for key in self.model_extra or {}:
+    def _known_keys(self) -> MemoryConfig:
+        extra = list(self.model_extra or {})
+        refusal = known_names.unknown(
+            [key for key in extra if key not in _MEM0_ONLY], type(self).model_fields, where="MemoryConfig"
+        )
+        if refusal:
+            raise DuragValidationError(refusal)
+        for key in extra:
             logger.warning("MemoryConfig: %r has no meaning for memora_pg and is ignored", key)
         return self
+
+    @classmethod
+    def parse(cls, config_dict: Mapping[str, Any]) -> MemoryConfig:
+        """A configuration dict (``Memory.from_config``'s), refused as a ``DuragValidationError``: a
+        refusal of memora_pg's own (an unknown key) as its one line, any other with pydantic's details."""
+        try:
+            return cls.model_validate(dict(config_dict))
+        except ValidationError as error:
+            for detail in error.errors():
+                if isinstance(cause := (detail.get("ctx") or {}).get("error"), DuragValidationError):
+                    raise cause from error
+            raise DuragValidationError(f"Invalid configuration: {error}") from error
 
     # -- what the configuration builds ---------------------------------------------------------
 
@@ -129,7 +209,8 @@ class MemoryConfig(BaseModel):
                 document_prefix=options.get("document_prefix", ""),
             )
         if provider == "local":
-            return LocalEmbedder() if options else default_embedder()
+            local = {key: options[key] for key in ("variant", "num_threads") if key in options}
+            return LocalEmbedder(**local) if local else default_embedder()
         if provider == "hash":
             return HashEmbedder(int(dims or 384))
         raise DuragValidationError(f"embedder provider must be 'openai', 'local' or 'hash', not {provider!r}")

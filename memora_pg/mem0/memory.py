@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
 from sqlalchemy import and_
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -97,10 +96,7 @@ class AsyncMemory:
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> AsyncMemory:
-        try:
-            return cls(MemoryConfig.model_validate(dict(config_dict)))
-        except ValidationError as error:
-            raise DuragValidationError(f"Invalid configuration: {error}") from error
+        return cls(MemoryConfig.parse(config_dict))
 
     # -- plumbing ------------------------------------------------------------------------------
 

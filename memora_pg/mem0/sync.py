@@ -13,7 +13,6 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 from memora_pg.mem0.config import MemoryConfig
-from memora_pg.mem0.errors import DuragValidationError
 from memora_pg.mem0.memory import AsyncMemory
 
 T = TypeVar("T")
@@ -31,10 +30,7 @@ class Memory:
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> Memory:
-        try:
-            return cls(MemoryConfig.model_validate(dict(config_dict)))
-        except ValueError as error:
-            raise DuragValidationError(f"Invalid configuration: {error}") from error
+        return cls(MemoryConfig.parse(config_dict))
 
     @property
     def config(self) -> MemoryConfig:

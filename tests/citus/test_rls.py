@@ -156,3 +156,43 @@ async def test_mcp_tokens_on_the_cluster(database_url: str, app_url: str) -> Non
             await conn.execute(text("DELETE FROM memora.access_tokens"))
         await owner.close()
         await app.close()
+
+
+async def test_rls_the_roles_own_world_with_placeholders(app: PostgresGraphDB, engine: AsyncEngine) -> None:
+    """The application role's whole flow as the Memora agent runs it: it creates the organization, the
+    user and the agent itself, saves a memory that names the user by placeholder (as memora-core writes
+    it), then updates the interaction with a contradiction, and reads everything back."""
+    org = await app.create_organization("Own world")
+    user = await app.create_user(org.org_id, "Jake")
+    agent = await app.create_agent(org.org_id, "Assistant")
+    placeholder = f"user_{user.user_id}"
+    interaction_id, _ = await app.save_interaction_with_memories(
+        org.org_id,
+        agent.agent_id,
+        user.user_id,
+        payload(chat("I play the cello"), [(f"{placeholder} plays the cello", [0])]),
+    )
+    (old_id,) = await memory_ids(engine, org.org_id, interaction_id)
+    await app.update_interaction_and_memories(
+        org.org_id,
+        agent.agent_id,
+        user.user_id,
+        interaction_id,
+        payload(
+            chat("I play the cello", "I switched to the violin"),
+            contrary=[(f"{placeholder} plays the violin now", [1], old_id)],
+        ),
+    )
+    assert len(await memory_ids(engine, org.org_id, interaction_id)) == 2
+    (newest,) = await app.fetch_user_memories_resolved(
+        [{"org_id": org.org_id, "user_id": user.user_id, "memory_id": old_id}]
+    )
+    assert newest.memory == "Jake plays the violin now"
+    vector = app.get_associated_vector_db()
+    assert vector is not None
+    hits = await vector.search_memory(
+        f"{placeholder} plays the violin", MemorySearchScope.USER, org.org_id, user.user_id
+    )
+    assert any("violin" in memory.memory for memory, _ in hits)
+    await app.delete_user(org.org_id, user.user_id)
+    assert await memory_ids(engine, org.org_id, interaction_id) == []

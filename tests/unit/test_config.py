@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from memora_pg import Settings
+from memora_pg.config import environment_names, problems
 from memora_pg.engine import asyncpg_url
-from memora_pg.errors import ConfigurationError
+from memora_pg.errors import ConfigurationError, SettingsError
 
 
 def test_database_url_is_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,12 +77,45 @@ def test_a_mem0_vector_store_config_may_choose_the_search_mode() -> None:
 
 
 def test_a_misspelt_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A keyword argument that names no setting is an error that names it; an unknown MEMORA_PG_ variable in the
-    environment is not read at all."""
-    monkeypatch.setenv("MEMORA_PG_NOT_A_SETTING", "1")
+    """A keyword argument that names no setting is an error that names it."""
     with pytest.raises(ValueError, match="serch_mode"):
         Settings(serch_mode="dense")  # type: ignore[call-arg]
-    assert Settings().search_mode == "hybrid"
+
+
+def test_a_misspelt_variable_is_refused_with_the_closest_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MEMORA_PG_ variable that names no setting is refused, naming the setting it was probably meant to be
+    (a misspelt database URL would otherwise send every write to the embedded server); the test suite's and the
+    benchmarks' own variables are left alone, and so are a setting's aliases."""
+    monkeypatch.setenv("MEMORA_PG_SERCH_MODE", "dense")
+    with pytest.raises(SettingsError, match=r"'MEMORA_PG_SERCH_MODE' \(did you mean 'MEMORA_PG_SEARCH_MODE'\?\)"):
+        Settings()
+    monkeypatch.delenv("MEMORA_PG_SERCH_MODE")
+    monkeypatch.setenv("MEMORA_PG_DATABSE_URL", "postgresql://a@h/db")
+    with pytest.raises(SettingsError, match="MEMORA_PG_DATABASE_URL"):
+        Settings(database_url="postgresql://b@h/db")
+    monkeypatch.delenv("MEMORA_PG_DATABSE_URL")
+    monkeypatch.setenv("MEMORA_PG_ZZZ", "1")
+    with pytest.raises(SettingsError, match="'MEMORA_PG_ZZZ'"):
+        Settings()
+    monkeypatch.delenv("MEMORA_PG_ZZZ")
+    monkeypatch.setenv("MEMORA_PG_TEST_ANYTHING", "1")
+    monkeypatch.setenv("MEMORA_PG_BENCH_ANYTHING", "1")
+    monkeypatch.setenv("MEMORA_PG_SCHEMA", "from_env")
+    assert Settings().db_schema == "from_env"
+    assert "MEMORA_PG_SCHEMA" in environment_names()
+    assert "MEMORA_PG_DB_SCHEMA" not in environment_names()  # not read: the setting's variable is its alias
+
+
+def test_a_bad_value_is_one_line_naming_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """problems() says each bad value of a refused Settings in one line, with its variable and what was given."""
+    monkeypatch.setenv("MEMORA_PG_SEARCH_MODE", "hybird")
+    monkeypatch.setenv("MEMORA_PG_POOL_SIZE", "five")
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    lines = problems(refused.value)
+    assert len(lines) == 2
+    assert any(line.startswith("MEMORA_PG_SEARCH_MODE (search_mode): ") and "'hybird'" in line for line in lines)
+    assert any(line.startswith("MEMORA_PG_POOL_SIZE (pool_size): ") and "'five'" in line for line in lines)
 
 
 def test_upstream_mode_is_refused_outside_the_memora_vector_store(monkeypatch: pytest.MonkeyPatch) -> None:
