@@ -61,6 +61,7 @@ from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.engine import create_engine
 from memora_pg.errors import CommitOutcomeUnknownError
+from memora_pg.fair_checkout import gate_of
 from memora_pg.mem0 import AsyncMemory, MemoryConfig
 from memora_pg.models import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore
 
@@ -70,6 +71,8 @@ KEPT = 200
 COLLECTION = "soak"
 DIMENSIONS = 64
 POOL_SIZE = 5
+# Minutes of the load whose RSS growth is warm-up, not a leak.
+WARM_UP_MINUTES = 5
 # A call is "in a fault window" from the fault's start until this long after its end.
 SETTLE_SECONDS = 5.0
 
@@ -773,12 +776,27 @@ async def soak(
     # Before the faces close and the ledger is read back: the process as the application left it.
     rss_end = _rss_mb()
     connections = await _open_connections(server)
+    waits = await _connection_waits({"branch": branch, "linear": linear, "mem0": mem0, "autogen": autogen})
     for face in (branch, linear, mem0, autogen):
         await face.close()
     ledger.load()
     problems = await check(server, ledger, states)
     untyped = Counter(e.error for e in ledger.entries if e.outcome == "untyped" and e.error)
-    return Report(problems, untyped, _figures(ledger, seconds, connections, rss_start, rss_end), ledger)
+    figures = _figures(ledger, seconds, connections, rss_start, rss_end) + waits
+    return Report(problems, untyped, figures, ledger)
+
+
+async def _connection_waits(faces: dict[str, PostgresGraphDB | AsyncMemory | PostgresMemory]) -> list[str]:
+    """Each face's wait for a pooled connection (its pool's fair gate, memora_pg.fair_checkout): p50, p99 and max."""
+    lines = []
+    for name, face in faces.items():
+        gate = gate_of(await face.database.engine())
+        if gate is None or not gate.waits:
+            continue
+        waits = sorted(gate.waits)
+        p99 = waits[min(len(waits) - 1, int(len(waits) * 0.99))]
+        lines.append(f"{name} {statistics.median(waits) * 1000:.2f} / {p99 * 1000:.2f} / {gate.longest * 1000:.2f} ms")
+    return ["wait for a pooled connection, p50 / p99 / max: " + ("; ".join(lines) or "no pool with a gate")]
 
 
 async def _sample_rss(ledger: Ledger) -> None:
@@ -828,6 +846,10 @@ def _figures(ledger: Ledger, seconds: float, connections: int, rss_start: float,
     )
     if ledger.rss_by_minute:
         lines.append("RSS by minute (MB): " + ", ".join(f"{mb:.0f}" for mb in ledger.rss_by_minute))
+    if len(ledger.rss_by_minute) > WARM_UP_MINUTES:
+        # The first minutes are warm-up (caches, the pool, the ledger's buffers); growth after them is a leak.
+        growth = rss_end - ledger.rss_by_minute[WARM_UP_MINUTES - 1]
+        lines.append(f"RSS growth from minute {WARM_UP_MINUTES} to the end of the load: {growth:+.0f} MB")
     return lines
 
 

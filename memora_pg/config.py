@@ -88,7 +88,10 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=5, ge=1, description="Connections each pool keeps open.")
     max_overflow: int = Field(default=10, ge=0, description="Connections a pool may open beyond pool_size.")
     pool_timeout: float = Field(
-        default=30.0, gt=0, description="Seconds to wait for a free connection before a DatabaseError."
+        default=30.0,
+        gt=0,
+        description="Seconds to wait for a free connection before a DatabaseError. Callers wait in line, served "
+        "in the order they asked (memora_pg.fair_checkout).",
     )
     pool_recycle: int = Field(default=1800, description="Seconds after which a pooled connection is replaced.")
     pool_pre_ping: bool = Field(

@@ -38,7 +38,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from memora_pg import vector_params
+from memora_pg import fair_checkout, vector_params
 from memora_pg.errors import CommitOutcomeUnknownError, ConfigurationError, ConnectionLostError, MemoraPGError
 from memora_pg.statements import Statement, in_schema
 
@@ -259,10 +259,11 @@ class Connection:
     statement; one that failed, or whose statement was interrupted, is never handed out again.
     """
 
-    __slots__ = ("_engine", "_pooled", "discarded", "on_citus", "raw", "schema")
+    __slots__ = ("_engine", "_gate", "_pooled", "discarded", "on_citus", "raw", "schema")
 
     def __init__(self, engine: AsyncEngine, schema: str) -> None:
         self._engine = engine
+        self._gate: fair_checkout.FairGate | None = None
         self._pooled: Any = None
         self.raw: Any = None
         self.schema = schema
@@ -271,13 +272,22 @@ class Connection:
 
     async def __aenter__(self) -> Connection:
         _asyncpg_only(self._engine.dialect)
-        pooled = self._pooled = await self._engine.raw_connection()
-        self.raw = pooled.driver_connection  # a checked-out connection always has one
+        # In line first, so that connections go to callers in the order they asked (fair_checkout).
+        gate = self._gate = fair_checkout.gate_of(self._engine)
+        if gate is not None:
+            await gate.enter()
         try:
-            if not pooled.info.get(VECTOR_CODEC) and await vector_params.register(self.raw):
-                pooled.info[VECTOR_CODEC] = True
+            pooled = self._pooled = await self._engine.raw_connection()
+            self.raw = pooled.driver_connection  # a checked-out connection always has one
+            try:
+                if not pooled.info.get(VECTOR_CODEC) and await vector_params.register(self.raw):
+                    pooled.info[VECTOR_CODEC] = True
+            except BaseException:
+                await greenlet_spawn(pooled.invalidate)
+                raise
         except BaseException:
-            await greenlet_spawn(pooled.invalidate)
+            if gate is not None:
+                gate.leave()
             raise
         return self
 
@@ -285,8 +295,12 @@ class Connection:
         reusable = not self.discarded and (
             error is None or (_refused(error) and not self.raw.is_closed() and not self.raw.is_in_transaction())
         )
-        # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
-        await greenlet_spawn(self._pooled.close if reusable else self._pooled.invalidate)
+        try:
+            # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
+            await greenlet_spawn(self._pooled.close if reusable else self._pooled.invalidate)
+        finally:
+            if self._gate is not None:
+                self._gate.leave()
 
     def discard(self) -> None:
         """Close this connection at the end of the block instead of pooling it (it holds a session's

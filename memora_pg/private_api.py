@@ -26,6 +26,13 @@ class PrivateAttribute:
 PRIVATE_ATTRIBUTES = (
     PrivateAttribute(
         "sqlalchemy",
+        "QueuePool",
+        "_max_overflow",
+        "fair_checkout.gate_of",
+        "how many connections the pool can hand out, the number of places of its fair gate",
+    ),
+    PrivateAttribute(
+        "sqlalchemy",
         "IdentifierPreparer",
         "_render_schema_translates",
         "driver.Prepared",

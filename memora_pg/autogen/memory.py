@@ -231,6 +231,11 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
     def score_threshold(self) -> float | None:
         return self._score_threshold
 
+    @property
+    def database(self) -> Database:
+        """The database this memory is kept in."""
+        return self._db
+
     def _to_config(self) -> PostgresMemoryConfig:
         return PostgresMemoryConfig(
             name=self.name,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 
 import pytest
@@ -15,6 +16,7 @@ from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.errors import DatabaseError
 from memora_pg.mcp import tokens
+from memora_pg.models import Agent, Organization, User
 from tests.citus.helpers import (
     memory_ids,
     worlds,
@@ -158,20 +160,18 @@ async def test_mcp_tokens_on_the_cluster(database_url: str, app_url: str) -> Non
         await app.close()
 
 
-async def test_rls_the_roles_own_world_with_placeholders(app: PostgresGraphDB, engine: AsyncEngine) -> None:
-    """The application role's whole flow as the Memora agent runs it: it creates the organization, the
-    user and the agent itself, saves a memory that names the user by placeholder (as memora-core writes
-    it), then updates the interaction with a contradiction, and reads everything back."""
-    org = await app.create_organization("Own world")
+async def cello_then_violin(
+    app: PostgresGraphDB, engine: AsyncEngine, name: str
+) -> tuple[Organization, User, Agent, str, str]:
+    """The Memora agent's flow as the application role: it creates the organization, the user and the agent
+    itself, saves a memory that names the user by placeholder (as memora-core writes it), then updates the
+    interaction with a contradiction of it. The organization, user, agent, interaction id and the old memory's id."""
+    org = await app.create_organization(name)
     user = await app.create_user(org.org_id, "Jake")
     agent = await app.create_agent(org.org_id, "Assistant")
     placeholder = f"user_{user.user_id}"
-    interaction_id, _ = await app.save_interaction_with_memories(
-        org.org_id,
-        agent.agent_id,
-        user.user_id,
-        payload(chat("I play the cello"), [(f"{placeholder} plays the cello", [0])]),
-    )
+    cello = payload(chat("I play the cello"), [(f"{placeholder} plays the cello", [0])])
+    interaction_id, _ = await app.save_interaction_with_memories(org.org_id, agent.agent_id, user.user_id, cello)
     (old_id,) = await memory_ids(engine, org.org_id, interaction_id)
     await app.update_interaction_and_memories(
         org.org_id,
@@ -183,6 +183,15 @@ async def test_rls_the_roles_own_world_with_placeholders(app: PostgresGraphDB, e
             contrary=[(f"{placeholder} plays the violin now", [1], old_id)],
         ),
     )
+    return org, user, agent, interaction_id, old_id
+
+
+async def test_rls_the_roles_own_world_with_placeholders(app: PostgresGraphDB, engine: AsyncEngine) -> None:
+    """The application role's whole flow as the Memora agent runs it: it creates the organization, the
+    user and the agent itself, saves a memory that names the user by placeholder (as memora-core writes
+    it), then updates the interaction with a contradiction, and reads everything back."""
+    org, user, _, interaction_id, old_id = await cello_then_violin(app, engine, "Own world")
+    placeholder = f"user_{user.user_id}"
     assert len(await memory_ids(engine, org.org_id, interaction_id)) == 2
     (newest,) = await app.fetch_user_memories_resolved(
         [{"org_id": org.org_id, "user_id": user.user_id, "memory_id": old_id}]
@@ -196,3 +205,54 @@ async def test_rls_the_roles_own_world_with_placeholders(app: PostgresGraphDB, e
     assert any("violin" in memory.memory for memory, _ in hits)
     await app.delete_user(org.org_id, user.user_id)
     assert await memory_ids(engine, org.org_id, interaction_id) == []
+
+
+@pytest.fixture
+async def undelegated(database_url: str) -> AsyncIterator[None]:
+    """Every worker without synced metadata, for the test's length: Citus then delegates no function call, and
+    each write function runs its body on the coordinator (as on a cluster whose metadata was never synced)."""
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            ports = list(await conn.scalars(text("SELECT nodeport FROM pg_dist_node WHERE groupid <> 0")))
+            for port in ports:
+                await conn.execute(text(f"SELECT stop_metadata_sync_to_node('127.0.0.1', {port})"))
+        yield
+    finally:
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            for port in ports:
+                await conn.execute(text(f"SELECT start_metadata_sync_to_node('127.0.0.1', {port})"))
+        await engine.dispose()
+
+
+async def test_rls_writes_when_no_call_is_delegated(
+    undelegated: None, app: PostgresGraphDB, app_settings: Settings, engine: AsyncEngine
+) -> None:
+    """The application role's writes under row-level security, every face, when Citus runs the write functions
+    on the coordinator: an ``INSERT ... SELECT`` there was a COPY into the shard, which PostgreSQL refuses under
+    row-level security ("COPY FROM not supported with row-level security"); migration 0017's form is not."""
+    from memora_pg.mem0 import AsyncMemory, MemoryConfig
+
+    org, user, agent, interaction_id, _ = await cello_then_violin(app, engine, "Undelegated")
+    assert len(await memory_ids(engine, org.org_id, interaction_id)) == 2
+    vector = app.get_associated_vector_db()
+    assert vector is not None
+    standalone = str(uuid.uuid4())
+    await vector.add_memories(org.org_id, user.user_id, agent.agent_id, [standalone], ["likes jazz"], "2026-12-06")
+    assert await vector.search_memory("jazz", MemorySearchScope.USER, org.org_id, user.user_id)
+    mem0 = AsyncMemory(MemoryConfig(), settings=app_settings, embedder=HashEmbedder(384))
+    try:
+        added = await mem0.add([{"role": "user", "content": "I like tea"}], user_id="mem0-user", infer=False)
+        (event,) = added["results"]
+        await mem0.update(event["id"], "likes green tea")
+        assert [e["event"] for e in await mem0.history(event["id"])] == ["ADD", "UPDATE"]
+    finally:
+        await mem0.close()
+    notes = PostgresMemory("notes", settings=app_settings, embedder=HashEmbedder(384), org_id=org.org_id)
+    try:
+        await notes.add(MemoryContent(content="prefers tea", mime_type=MemoryMimeType.TEXT))
+        assert len(await notes.list()) == 1
+    finally:
+        await notes.close()

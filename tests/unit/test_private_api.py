@@ -61,6 +61,16 @@ def _transport() -> None:
     assert "_transport" in asyncpg.connection.Connection.__slots__
 
 
+def _max_overflow() -> None:
+    from sqlalchemy.pool import QueuePool
+
+    pool = create_engine("sqlite://", poolclass=QueuePool, pool_size=2, max_overflow=3, pool_timeout=7).pool
+    assert isinstance(pool, QueuePool)
+    assert pool._max_overflow == 3
+    assert pool.size() == 2
+    assert pool.timeout() == 7
+
+
 class _Plain(BaseModel):
     n: int
 
@@ -90,6 +100,7 @@ CHECKS: dict[str, Callable[[], None]] = {
     "_should_log_info": _should_log_info,
     "_generate_cache_key": _cache_key,
     "_transport": _transport,
+    "_max_overflow": _max_overflow,
     "__pydantic_fields_set__": _pydantic("__pydantic_fields_set__"),
     "__pydantic_extra__": _pydantic("__pydantic_extra__"),
     "__pydantic_private__": _pydantic("__pydantic_private__"),
