@@ -7,6 +7,7 @@ plain ``DATABASE_URL`` variable is honoured too, because most platforms set it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from enum import Enum
@@ -240,9 +241,10 @@ class Settings(BaseSettings):
         return self.read_database_url.get_secret_value()
 
 
-def environment_names() -> set[str]:
-    """The MEMORA_PG_* variables Settings reads."""
-    return {variable for name in Settings.model_fields for variable in environment_names_of(name)}
+@functools.cache
+def environment_names() -> frozenset[str]:
+    """The MEMORA_PG_* variables Settings reads (fixed by the class: computed once)."""
+    return frozenset(variable for name in Settings.model_fields for variable in environment_names_of(name))
 
 
 def environment_names_of(name: str) -> set[str]:

@@ -114,30 +114,15 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
         """Embed the texts of memories of ``user_id`` and ``agent_id`` as a read shows them: their own
         user's and agent's placeholders replaced by the names (:func:`render.for_embedding`). The names
         are read (one round trip) only when a text holds such a placeholder."""
-        given = list(texts)
-        if render.names_own_placeholders(given, user_id=user_id, agent_id=agent_id):
-            (named,) = await self._db.execute_one(
-                users.names(org_id=org_id, user_id=user_id, agent_id=agent_id), read_only=True, org_id=org_id
-            )
-            given = [
-                render.for_embedding(
-                    text,
-                    user_id=user_id,
-                    agent_id=agent_id,
-                    user_name=named.user_name,
-                    agent_label=named.agent_label,
-                )
-                for text in given
-            ]
-        return await self.embed_documents(given)
+        named = await self._as_embedded(texts, org_id=org_id, user_id=user_id, agent_id=agent_id)
+        return await self.embed_documents(named)
 
-    async def _named_queries(
-        self, queries: Sequence[str], *, org_id: str, user_id: str, agent_id: str | None
-    ) -> list[str]:
-        """The queries of a user's search as that user's memories are embedded (:func:`render.for_embedding`):
-        their placeholders and "the user" replaced by the names. The names are read (one round trip) only
-        when a query refers to the user that way."""
-        given = list(queries)
+    async def _as_embedded(self, texts: Sequence[str], *, org_id: str, user_id: str, agent_id: str | None) -> list[str]:
+        """``texts`` (memories of ``user_id``, or the queries of that user's search) in the form both sides of
+        the comparison are embedded in (:func:`render.for_embedding`): the user's and agent's placeholders and
+        "the user" replaced by the names. The names are read (one round trip) only when a text refers to the
+        user or agent that way."""
+        given = list(texts)
         if not render.names_own_placeholders(given, user_id=user_id, agent_id=agent_id):
             return given
         (named,) = await self._db.execute_one(
@@ -145,9 +130,9 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
         )
         return [
             render.for_embedding(
-                query, user_id=user_id, agent_id=agent_id, user_name=named.user_name, agent_label=named.agent_label
+                text, user_id=user_id, agent_id=agent_id, user_name=named.user_name, agent_label=named.agent_label
             )
-            for query in given
+            for text in given
         ]
 
     # -- writing -------------------------------------------------------------------------
@@ -300,7 +285,7 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
         await self.check_dimensions()
         user_scoped = scope == MemorySearchScope.USER.value
         asked = (
-            await self._named_queries(queries, org_id=org_id, user_id=user_id, agent_id=agent)
+            await self._as_embedded(queries, org_id=org_id, user_id=user_id, agent_id=agent)
             if user_scoped and user_id is not None
             else queries
         )
