@@ -16,6 +16,7 @@ from memora_pg.errors import (
     LLMError,
     MemoraPGError,
     NotFoundError,
+    SchemaNotMigratedError,
     SettingsError,
     TransientDatabaseError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "PgVectorDB",
     "PostgresGraphDB",
     "PostgresMemory",
+    "SchemaNotMigratedError",
     "SearchMode",
     "Settings",
     "SettingsError",

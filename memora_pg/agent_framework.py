@@ -61,8 +61,10 @@ class MemoraContextProvider(ContextProvider):
         """``user_id``: whose memories are searched and written. ``as_of`` searches the memories as
         they were then; ``threshold`` is the lowest score recalled (as in ``AsyncMemory.search``: by default, the
         memories related to the query at all).
-        ``infer`` (default: when the memory has a language model) extracts facts from each turn;
-        false stores the turn's messages as they are."""
+        ``infer`` (default: when the memory has a language model) extracts facts from each turn, the
+        assistant's replies giving the model their context. False stores the user's own messages as they
+        are, and only those: without a model to tell a fact from a reply, an assistant's "Noted!" is not
+        something the user said about themselves."""
         super().__init__(source_id)
         if not isinstance(user_id, str) or not user_id.strip():
             raise InvalidInputError("MemoraContextProvider needs a user_id")
@@ -91,8 +93,8 @@ class MemoraContextProvider(ContextProvider):
     async def after_run(
         self, *, agent: SupportsAgentRun, session: AgentSession, context: SessionContext, state: dict[str, Any]
     ) -> None:
-        response = context.response.messages if context.response is not None else []
-        turn = _texts([*context.input_messages, *response])
+        response = context.response.messages if context.response is not None and self.infer else []
+        turn = [m for m in _texts([*context.input_messages, *response]) if self.infer or m["role"] == "user"]
         if turn:
             await self.memory.add(
                 turn, user_id=self.user_id, agent_id=self.agent_id, run_id=context.session_id, infer=self.infer

@@ -13,7 +13,14 @@ from sqlalchemy import text
 
 from memora_pg.driver import Connection
 
-__all__ = ["VECTOR_TABLES", "VectorColumn", "row_security_applies", "vector_columns", "vector_dimensions"]
+__all__ = [
+    "VECTOR_TABLES",
+    "VectorColumn",
+    "row_security_applies",
+    "row_security_bypass",
+    "vector_columns",
+    "vector_dimensions",
+]
 
 # The tables that hold an ``embedding`` vector column.
 VECTOR_TABLES = ("memories", "autogen_contents")
@@ -34,6 +41,21 @@ ROW_SECURITY_ACTIVE = text("""
 SELECT coalesce(bool_or(row_security_active(c.oid)), false)
 FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
 WHERE n.nspname = :schema AND c.relname = ANY(:tables)
+""")
+
+# Why row-level security does not restrict this role on a table, or NULL when it does. A superuser and a
+# BYPASSRLS role skip every policy; the owner (or a member of the owning role) skips them unless the
+# table forces row security.
+ROW_SECURITY_BYPASS = text("""
+SELECT CASE
+         WHEN r.rolsuper THEN 'a superuser'
+         WHEN r.rolbypassrls THEN 'a BYPASSRLS role'
+         WHEN NOT c.relrowsecurity THEN 'on a table without row-level security'
+         WHEN pg_has_role(current_user, c.relowner, 'USAGE') AND NOT c.relforcerowsecurity
+           THEN 'the owner of the tables'
+       END
+FROM pg_roles AS r, pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE r.rolname = current_user AND n.nspname = :schema AND c.relname = :table
 """)
 
 
@@ -72,3 +94,10 @@ async def vector_dimensions(conn: Connection, schema: str, table: str = "memorie
 async def row_security_applies(conn: Connection, schema: str, tables: Iterable[str]) -> bool:
     """Whether row-level security restricts this role on any of ``tables`` (it is not the owner, nor BYPASSRLS)."""
     return bool(await conn.scalar(ROW_SECURITY_ACTIVE, {"schema": schema, "tables": list(tables)}))
+
+
+async def row_security_bypass(conn: Connection, schema: str, table: str = "memories") -> str | None:
+    """Why row-level security does not restrict this role on ``table`` ("a superuser", "the owner of the
+    tables", ...), or None when it does (or the table does not exist)."""
+    found = await conn.scalar(ROW_SECURITY_BYPASS, {"schema": schema, "table": table})
+    return str(found) if found is not None else None

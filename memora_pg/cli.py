@@ -2,21 +2,23 @@
 
 Every command takes ``--database-url`` (else ``MEMORA_PG_DATABASE_URL`` / ``DATABASE_URL``,
 else the embedded server) and ``--schema``. Exit codes: 0 success, 1 a memora_pg error or a
-failed check, 2 a usage error, 3 "not running" for ``server status``.
+failed check, 2 a usage error or a schema not at head, 3 "not running" for ``server status``.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
 from memora_pg import commands
 from memora_pg.config import Settings, problems
-from memora_pg.errors import MemoraPGError, SettingsError
+from memora_pg.errors import MemoraPGError, SchemaNotMigratedError, SettingsError
 
 EXAMPLES = {
     "demo": "memora-pg demo",
@@ -36,6 +38,14 @@ EXAMPLES = {
 # -- the parser ---------------------------------------------------------------------------------
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with its errors on one line, as every other error of the command line: the
+    usage it would print before them is one ``--help`` away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def _command(
     subparsers: Any, name: str, func: Callable[[argparse.Namespace], int], help_text: str, description: str
 ) -> argparse.ArgumentParser:
@@ -46,22 +56,45 @@ def _command(
         epilog=f"Example: {EXAMPLES[name]}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--database-url",
-        help="PostgreSQL URL (default: MEMORA_PG_DATABASE_URL, DATABASE_URL, else the embedded server)",
-    )
-    parser.add_argument("--schema", help="schema of memora_pg's tables (default: memora)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _common_options(parser)
     parser.set_defaults(func=func)
     return parser
 
 
+def _common_options(parser: argparse.ArgumentParser, *, again: bool = False) -> None:
+    """``--database-url``, ``--schema`` and ``--json``. ``again``: on a nested subcommand, where they may
+    come after it too (``mcp token create --database-url URL``); there they default to nothing, so that
+    one given before the subcommand is kept."""
+    unset: Any = argparse.SUPPRESS if again else None
+    parser.add_argument(
+        "--database-url",
+        default=unset,
+        help="PostgreSQL URL (default: MEMORA_PG_DATABASE_URL, DATABASE_URL, else the embedded server)",
+    )
+    parser.add_argument("--schema", default=unset, help="schema of memora_pg's tables (default: memora)")
+    parser.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS if again else False, help="machine-readable output"
+    )
+    _verbose_option(parser, again=True)
+
+
+def _verbose_option(parser: argparse.ArgumentParser, *, again: bool = False) -> None:
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS if again else False,
+        help="also print the log lines and warnings of memora_pg's dependencies (the embedded server's start...)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="memora-pg",
         description="An AI agent's long-term memory in one PostgreSQL database.",
         epilog="Example: memora-pg demo",
     )
+    _verbose_option(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     _command(
@@ -122,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
         "after an interruption and it continues. Searches keep using the old vectors until the "
         "switch completes; the HNSW index is rebuilt for the new dimension.",
     )
-    reembed.add_argument("--embedder", required=True, help="local | hash:DIM | openai:MODEL[:DIM]")
+    reembed.add_argument(
+        "--embedder", required=True, type=commands.embedder_spec, help="local | hash:DIM | openai:MODEL[:DIM]"
+    )
     reembed.add_argument("--base-url", help="OpenAI-compatible base URL for openai:MODEL")
     reembed.add_argument("--org-id", help="only this organization (same dimension only)")
     reembed.add_argument("--batch-size", type=int, default=256)
@@ -178,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument(
         "--embedder",
         default="local",
+        type=commands.embedder_spec,
         help="--from: the target's embedder: local (default), hash:DIM, openai:MODEL[:DIM]",
     )
     load.add_argument("--base-url", help="--from: an OpenAI-compatible endpoint for --embedder openai:...")
@@ -231,11 +267,40 @@ def build_parser() -> argparse.ArgumentParser:
         "With --http HOST:PORT: streamable HTTP at /mcp for many clients; each request's bearer token\n"
         "(memora-pg mcp token create) decides its organization, under row-level security.",
     )
-    mcp.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    mcp.add_argument(
+        "--http", metavar="HOST:PORT", type=commands.host_port, help="serve streamable HTTP instead of stdio"
+    )
+    mcp.add_argument(
+        "--public-url",
+        help="--http: the URL clients reach the server at through a proxy, for the OAuth metadata; its host is "
+        "allowed (MEMORA_PG_MCP_PUBLIC_URL)",
+    )
+    mcp.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="--http: a Host header to answer besides the bound address (a reverse proxy's name; HOST:* for any "
+        "port); repeatable (MEMORA_PG_MCP_ALLOWED_HOSTS, comma-separated)",
+    )
+    mcp.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="URL",
+        help="--http: an Origin header to accept from browser clients; repeatable (MEMORA_PG_MCP_ALLOWED_ORIGINS)",
+    )
+    mcp.add_argument(
+        "--allow-rls-bypass",
+        action="store_true",
+        help="--http: serve even as a role row-level security does not restrict (a superuser or the tables' "
+        "owner), where every token sees every organization",
+    )
     mcp.add_argument("--org-id", help="stdio: the organization (default: the mem0 face's, mem0:mem0)")
     mcp.add_argument("--user-id", help="stdio: the user of calls that name no one (default: default)")
     mcp.add_argument(
-        "--embedder", default="local", help="local (default), hash:DIM or openai:MODEL[:DIM] (OPENAI_API_KEY)"
+        "--embedder",
+        default="local",
+        type=commands.embedder_spec,
+        help="local (default), hash:DIM or openai:MODEL[:DIM] (OPENAI_API_KEY)",
     )
     mcp.add_argument("--embedder-base-url", help="an OpenAI-compatible endpoint for --embedder openai:...")
     mcp.add_argument(
@@ -253,11 +318,31 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--org-id", dest="token_org_id", help="only this organization's")
     revoke = token_actions.add_parser("revoke", help="revoke a token by its id (from list)")
     revoke.add_argument("token_id")
+    for action in (create, listing, revoke):
+        _common_options(action, again=True)
     return parser
+
+
+def quiet_unless_verbose(verbose: bool) -> None:
+    """A run prints what it was asked for, and the warnings and errors of memora_pg; ``-v`` adds the
+    dependencies' log lines (the embedded server's start, the MCP SDK's sessions) and warnings.
+
+    The root logger is configured before any dependency can: the MCP SDK configures it at INFO on its
+    own unless it has a handler already.
+    """
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not verbose:
+        warnings.filterwarnings("ignore")
+        warnings.filterwarnings("default", module=r"memora_pg(\.|$)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    quiet_unless_verbose(args.verbose)
     try:
         code: int = args.func(args)
     except SettingsError as error:
@@ -269,6 +354,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A bad value of a setting is a usage error: one line for each, naming it.
         for line in problems(error):
             print(f"error: {line}", file=sys.stderr)
+        return 2
+    except SchemaNotMigratedError as error:
+        # The database named is not one this command can use as it stands: like a bad argument, the
+        # fix is in how it was called (upgrade first, or point at the right database), so exit 2.
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except MemoraPGError as error:
         print(f"error: {error}", file=sys.stderr)

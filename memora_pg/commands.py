@@ -9,12 +9,16 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memora_pg import driver, embedded
 from memora_pg.config import Settings
+from memora_pg.errors import SchemaNotMigratedError, SettingsError
+
+if TYPE_CHECKING:
+    from memora_pg.db import Database
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -29,11 +33,58 @@ def _settings(args: argparse.Namespace) -> Settings:
         overrides["embedded_postgres_version"] = args.postgres_version
     if getattr(args, "data_dir", None):
         overrides["embedded_data_dir"] = Path(args.data_dir)
+    if getattr(args, "allowed_host", None):
+        overrides["mcp_allowed_hosts"] = args.allowed_host
+    if getattr(args, "allowed_origin", None):
+        overrides["mcp_allowed_origins"] = args.allowed_origin
+    if getattr(args, "public_url", None):
+        overrides["mcp_public_url"] = args.public_url
     return Settings(**overrides)
 
 
 def _run(call: Coroutine[Any, Any, int]) -> int:
     return asyncio.run(call)
+
+
+@contextlib.asynccontextmanager
+async def _database(
+    args: argparse.Namespace, *, migrate: bool = False, dimensions: int | Callable[[], int] | None = None
+) -> AsyncIterator[Database]:
+    """The database the arguments name, its schema at head.
+
+    A command that only reads, or that changes what the schema holds, refuses a schema that is not
+    at head (:class:`SchemaNotMigratedError`) rather than create one unasked. A command that writes
+    new records (``migrate=True``: import, ``mcp token create``, the MCP server) brings it to head, and
+    says so on stderr; a new database's vector columns get ``dimensions`` (default: the settings'; a
+    callable is called only when the migration runs, as an embedder may have to ask its endpoint).
+    """
+    from memora_pg.db import Database
+
+    async with Database(settings=_settings(args)) as database:
+        revision, head = await _revisions(database)
+        if revision != head:
+            if not migrate:
+                raise SchemaNotMigratedError(database.schema, revision, head)
+            _say(f"migrating the schema {database.schema!r} from revision {revision or 'none'} to {head}")
+            await database.migrate(dimensions() if callable(dimensions) else dimensions)
+        yield database
+
+
+async def _revisions(database: Database) -> tuple[str | None, str]:
+    """The schema's revision (None before the first migration) and the head revision."""
+    from memora_pg import migrations
+
+    async with database.transaction(read_only=True) as conn:
+        return await migrations.current_revision(conn, database.schema), migrations.head_revision()
+
+
+def _say(message: str) -> None:
+    """A line on stderr about what a command did beside what it was asked (stdout stays its answer)."""
+    print(f"memora-pg: {message}", file=sys.stderr)
+
+
+def _warn(message: str) -> None:
+    _say(f"warning: {message}")
 
 
 class Progress:
@@ -171,29 +222,44 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return _run(go())
 
 
+EMBEDDER_FORMS = "local, hash:DIM or openai:MODEL[:DIM]"
+
+
+def embedder_spec(spec: str) -> str:
+    """``--embedder``'s value, checked as the parser reads it (a bad one is a one-line usage error)."""
+    kind, _, rest = spec.partition(":")
+    model, _, dims = rest.partition(":")
+    if (kind == "local" and not rest) or (kind == "hash" and rest.isdigit() and int(rest) > 0):
+        return spec
+    if kind == "openai" and model and (not dims or (dims.isdigit() and int(dims) > 0)):
+        return spec
+    raise argparse.ArgumentTypeError(f"{spec!r}: use {EMBEDDER_FORMS}")
+
+
 def parse_embedder(spec: str, base_url: str | None = None) -> Any:
     """``local``, ``hash:DIM`` or ``openai:MODEL[:DIM]`` as an embedder."""
     from memora_pg.embeddings import HashEmbedder, LocalEmbedder, OpenAIEmbedder
 
+    try:
+        embedder_spec(spec)
+    except argparse.ArgumentTypeError as error:
+        raise SettingsError(f"--embedder {error}") from None
     kind, _, rest = spec.partition(":")
-    if kind == "local" and not rest:
+    if kind == "local":
         return LocalEmbedder()
-    if kind == "hash" and rest.isdigit():
+    if kind == "hash":
         return HashEmbedder(int(rest))
-    if kind == "openai" and rest:
-        model, _, dims = rest.partition(":")
-        return OpenAIEmbedder(model, base_url=base_url, dimensions=int(dims) if dims.isdigit() else None)
-    raise argparse.ArgumentTypeError(f"--embedder {spec!r}: use local, hash:DIM or openai:MODEL[:DIM]")
+    model, _, dims = rest.partition(":")
+    return OpenAIEmbedder(model, base_url=base_url, dimensions=int(dims) if dims else None)
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
-    from memora_pg.db import Database
     from memora_pg.ops import reembed
 
     embedder = parse_embedder(args.embedder, args.base_url)
 
     async def go() -> int:
-        async with Database(settings=_settings(args)) as database:
+        async with _database(args) as database:
             with Progress("re-embedding") as bar:
                 result = await reembed.reembed(
                     database,
@@ -211,11 +277,10 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 
 def cmd_text_search(args: argparse.Namespace) -> int:
-    from memora_pg.db import Database
     from memora_pg.ops import text_search
 
     async def go() -> int:
-        async with Database(settings=_settings(args)) as database:
+        async with _database(args) as database:
             if args.config is None:
                 found = await text_search.current(database)
                 _print(args, {"config": found}, found)
@@ -241,11 +306,10 @@ def _output(path: str | None) -> Iterator[TextIO]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from memora_pg.db import Database
     from memora_pg.ops import transfer
 
     async def go() -> int:
-        async with Database(settings=_settings(args)) as database:
+        async with _database(args) as database:
             with Progress("exporting", sys.stderr) as bar, _output(args.output) as out:
                 counts = await transfer.export(database, out, org_id=args.org_id, progress=bar.update)
         print(json.dumps(counts) if args.json else "exported: " + _counts(counts), file=sys.stderr)
@@ -255,18 +319,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from memora_pg.db import Database
     from memora_pg.ops import transfer
 
     if args.source_kind is not None:
         return _import_from(args)
     if args.input is None:
-        raise argparse.ArgumentTypeError("memora-pg import: give an export file, or --from")
+        raise SettingsError("memora-pg import: give an export file, or --from")
 
     async def go() -> int:
-        async with Database(settings=_settings(args)) as database:
+        async with _database(args, migrate=True) as database:
             with Progress("importing") as bar:
-                await database.migrate()
                 source: Any = sys.stdin if args.input == "-" else Path(args.input)
                 counts = await transfer.import_(database, source, progress=bar.update)
         _print(args, counts, "imported: " + _counts(counts))
@@ -280,11 +342,10 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memora_pg.db import Database
     from memora_pg.ops import report
 
     async def go() -> Any:
-        async with Database(settings=_settings(args)) as database:
+        async with _database(args) as database:
             return await report.headline(database, org_id=args.org_id)
 
     found = asyncio.run(go())
@@ -306,11 +367,10 @@ def _build_progress(phase: str, done: int, total: int) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from memora_pg.db import Database
     from memora_pg.ops import indexes
 
     async def go() -> int:
-        async with Database(settings=_settings(args)) as database:
+        async with _database(args) as database:
             if args.action == "build":
                 await indexes.build_missing(database)
                 found = await indexes.build_hnsw(database, progress=_build_progress)
@@ -335,10 +395,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     return _run(go())
 
 
-def _host_port(value: str) -> tuple[str, int]:
+def host_port(value: str) -> tuple[str, int]:
+    """``--http``'s ``HOST:PORT`` (an IPv6 host in brackets), checked as the parser reads it."""
     host, _, port = value.rpartition(":")
-    if not host or not port.isdigit():
-        raise argparse.ArgumentTypeError(f"--http {value!r}: use HOST:PORT, e.g. 127.0.0.1:8765")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{value!r}: use HOST:PORT, e.g. 127.0.0.1:8765")
     return host.strip("[]"), int(port)
 
 
@@ -358,20 +419,55 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         org_id=args.org_id,
         user_id=args.user_id,
     )
+    bypass = asyncio.run(_mcp_database_ready(args, options.embedder))
     if args.http:
-        host, port = _host_port(args.http)
+        host, port = args.http
+        _check_http(options, host, bypass, allow_bypass=args.allow_rls_bypass)
         asyncio.run(run.serve_http(options, host, port))
     else:
+        if bypass and options.settings.url() is not None:
+            _warn(
+                f"the database role is {bypass}, so row-level security does not restrict it; over stdio this "
+                "server acts for --org-id alone"
+            )
         asyncio.run(run.serve_stdio(options))
     return 0
 
 
-async def _mcp_token(args: argparse.Namespace, tokens: Any) -> int:
-    from memora_pg.db import Database
+async def _mcp_database_ready(args: argparse.Namespace, embedder: Any) -> str | None:
+    """The schema brought to head before the server starts (said on stderr), and why row-level security
+    does not restrict the database role, if it does not."""
+    from memora_pg import catalog
 
-    async with Database(settings=_settings(args)) as database:
-        await database.ensure_schema(database.settings.embedding_dimensions)
-        action = args.token_action
+    async with (
+        _database(args, migrate=True, dimensions=lambda: embedder.dimensions) as database,
+        database.transaction(read_only=True) as conn,
+    ):
+        return await catalog.row_security_bypass(conn, database.schema)
+
+
+def _check_http(options: Any, host: str, bypass: str | None, *, allow_bypass: bool) -> None:
+    """Refuse to serve many tenants as a role that sees every tenant's rows; warn of a public address
+    the OAuth metadata cannot name."""
+    from memora_pg.errors import ConfigurationError
+    from memora_pg.mcp import run
+
+    if bypass and not allow_bypass:
+        raise ConfigurationError(
+            f"the database role is {bypass}, so row-level security does not restrict it and every token would "
+            "see every organization: connect as a role that does not own the tables (docs/security.md), or "
+            "pass --allow-rls-bypass"
+        )
+    if host in run.WILDCARDS and not options.settings.mcp_public_url:
+        _warn(
+            f"serving on every interface ({host or '*'}) without --public-url: the OAuth metadata advertises "
+            "the bound address, which clients cannot reach; give the URL clients use"
+        )
+
+
+async def _mcp_token(args: argparse.Namespace, tokens: Any) -> int:
+    action = args.token_action
+    async with _database(args, migrate=action == "create") as database:
         if action == "create":
             token, info = await tokens.mint(
                 database, org_id=args.token_org_id, user_id=args.token_user_id, name=args.token_name
@@ -410,39 +506,51 @@ def _import_from(args: argparse.Namespace) -> int:
     )
     embedder = parse_embedder(args.embedder, args.base_url)
 
+    # --verify only reads the target, so it refuses one not at head. An import writes, so it brings the
+    # target to head, once the source answers (the importer's target_ready), and that is said when done;
+    # a dry run writes nothing, and into a target without the schema every row would be new.
     async def go() -> int:
-        async with Database(settings=_settings(args)) as database:
-            if args.verify:
-                if args.source_kind != "mem0":
-                    raise InvalidInputError("--verify compares a mem0 source")
-                differences = await verify_mem0(database, mem0, embedder, deleted_history=args.deleted_history)
-                _print(args, differences, "\n".join(differences) or "no differences")
-                return 1 if differences else 0
-            with Progress("importing") as bar:
-                done: Any
-                if args.source_kind == "mem0":
-                    done = await import_mem0(
-                        database,
-                        mem0,
-                        embedder,
-                        keep_vectors=args.keep_vectors,
-                        deleted_history=args.deleted_history,
-                        dry_run=args.dry_run,
-                        batch_size=args.batch_size,
-                        progress=bar.update,
-                    )
-                else:
-                    if args.keep_vectors:
-                        raise InvalidInputError("--keep-vectors: LangGraph's vectors are of fields, not of entries")
-                    source = LangGraphSource(args.source_url, args.source_schema, args.org_id or "default")
-                    done = await import_langgraph(
-                        database,
-                        source,
-                        embedder,
-                        dry_run=args.dry_run,
-                        batch_size=args.batch_size,
-                        progress=bar.update,
-                    )
+        async with _database(args) if args.verify else Database(settings=_settings(args)) as database:
+            before, _ = await _revisions(database)
+            try:
+                return await imported(database)
+            finally:
+                after, _ = await _revisions(database)
+                if after != before:
+                    _say(f"migrated the schema {database.schema!r} from revision {before or 'none'} to {after}")
+
+    async def imported(database: Database) -> int:
+        if args.verify:
+            if args.source_kind != "mem0":
+                raise InvalidInputError("--verify compares a mem0 source")
+            differences = await verify_mem0(database, mem0, embedder, deleted_history=args.deleted_history)
+            _print(args, differences, "\n".join(differences) or "no differences")
+            return 1 if differences else 0
+        with Progress("importing") as bar:
+            done: Any
+            if args.source_kind == "mem0":
+                done = await import_mem0(
+                    database,
+                    mem0,
+                    embedder,
+                    keep_vectors=args.keep_vectors,
+                    deleted_history=args.deleted_history,
+                    dry_run=args.dry_run,
+                    batch_size=args.batch_size,
+                    progress=bar.update,
+                )
+            else:
+                if args.keep_vectors:
+                    raise InvalidInputError("--keep-vectors: LangGraph's vectors are of fields, not of entries")
+                source = LangGraphSource(args.source_url, args.source_schema, args.org_id or "default")
+                done = await import_langgraph(
+                    database,
+                    source,
+                    embedder,
+                    dry_run=args.dry_run,
+                    batch_size=args.batch_size,
+                    progress=bar.update,
+                )
         data = done.as_dict()
         counts = {k: v for k, v in data.items() if k != "refused"}
         lines = [("would import: " if args.dry_run else "imported: ") + _counts(counts)]

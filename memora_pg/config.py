@@ -12,11 +12,11 @@ import os
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from memora_pg import known_names
 from memora_pg.errors import SettingsError
@@ -202,6 +202,26 @@ class Settings(BaseSettings):
         "even under concurrent updates.",
     )
 
+    # memora-pg mcp --http behind a reverse proxy (its --allowed-host, --allowed-origin and --public-url,
+    # given, win over these as every argument wins over the environment).
+    mcp_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="memora-pg mcp --http: Host header values the server answers, besides its own address "
+        "(a reverse proxy's name: memory.example.com, or memory.example.com:* for any port). Naming any turns on "
+        "the MCP SDK's DNS-rebinding protection for them; comma-separated in the environment.",
+    )
+    mcp_allowed_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="memora-pg mcp --http: Origin header values of browser clients (https://app.example.com); "
+        "comma-separated in the environment.",
+    )
+    mcp_public_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$",
+        description="memora-pg mcp --http: the URL clients reach the server at, through any proxy "
+        "(https://memory.example.com); its OAuth metadata advertises it, and its host is allowed.",
+    )
+
     embedded_data_dir: Path = Field(
         default_factory=default_data_dir,
         description="Where the embedded server keeps its data: $XDG_DATA_HOME/memora_pg or ~/.local/share/memora_pg.",
@@ -222,6 +242,13 @@ class Settings(BaseSettings):
         if refusal:
             raise SettingsError(refusal + f" (memora_pg reads no other {ENV_PREFIX}* variable)")
         return given
+
+    @field_validator("mcp_allowed_hosts", "mcp_allowed_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @field_validator("db_schema", "text_search_config")
     @classmethod
@@ -317,6 +344,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),
     "Writes and records": ("contradiction_chains", "audit", "trace_content"),
     "Embedded server": ("embedded_data_dir", "embedded_postgres_version"),
+    "MCP server over HTTP (memora-pg mcp --http)": ("mcp_allowed_hosts", "mcp_allowed_origins", "mcp_public_url"),
 }
 
 
@@ -335,7 +363,9 @@ def settings_table() -> str:
 def _table_row(name: str, field: FieldInfo) -> str:
     choices = getattr(field.validation_alias, "choices", None) or [f"MEMORA_PG_{name.upper()}"]
     variables = ", ".join(f"`{choice}`" for choice in choices if isinstance(choice, str) and choice.isupper())
-    if field.default_factory is not None:
+    if field.default_factory is list:
+        default = "none"
+    elif field.default_factory is not None:
         default = "see what"
     elif field.default is None:
         default = "unset"

@@ -132,6 +132,8 @@ class Database:
             settings = settings.model_copy(update={"database_url": SecretStr(database)})
         self.settings = settings
         self._given = database if isinstance(database, AsyncEngine) else None
+        # The embedded server runs beside the application, on this machine, for it alone.
+        self.embedded = self._given is None and settings.url() is None
         self._raw: AsyncEngine | None = self._given
         self._scoped: AsyncEngine | None = scoped(self._given, settings.db_schema) if self._given else None
         self._lock = asyncio.Lock()

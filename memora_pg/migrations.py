@@ -23,6 +23,7 @@ from alembic import command
 from memora_pg import config, driver
 from memora_pg import schema as tables
 from memora_pg.config import Settings
+from memora_pg.errors import SchemaNotMigratedError
 from memora_pg.statements import in_schema
 
 
@@ -132,6 +133,15 @@ async def current_revision(conn: driver.Connection, schema: str) -> str | None:
         return None
     version: str | None = await conn.scalar(in_schema("SELECT version_num FROM {schema}.alembic_version", schema))
     return version
+
+
+async def require_head(conn: driver.Connection, schema: str) -> str:
+    """The schema's revision, which must be head: else :class:`SchemaNotMigratedError`."""
+    revision = await current_revision(conn, schema)
+    head = head_revision()
+    if revision != head:
+        raise SchemaNotMigratedError(schema, revision, head)
+    return revision
 
 
 def head_revision() -> str:

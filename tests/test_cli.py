@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from memora_pg import commands, embedded, migrations
+from memora_pg import Settings, commands, embedded, migrations
 from memora_pg.cli import EXAMPLES, build_parser, main
 
 COMMANDS = sorted(EXAMPLES)
@@ -346,3 +349,150 @@ def test_the_progress_bar_ends_its_line_even_when_the_command_fails() -> None:
     with commands.Progress("importing", piped) as bar:  # type: ignore[arg-type]
         bar.update(5)
     assert piped.written == []
+
+
+async def _relations(url: str, schema: str = "memora") -> int:
+    """How many tables, views and sequences ``schema`` holds (0 when it does not exist)."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            found = await conn.scalar(
+                text(
+                    "SELECT count(*) FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = :schema"
+                ),
+                {"schema": schema},
+            )
+            return int(found or 0)
+    finally:
+        await engine.dispose()
+
+
+READING = [
+    ["export"],
+    ["report"],
+    ["index", "status"],
+    ["text-search"],
+    ["reembed", "--embedder", "hash:8"],
+    ["mcp", "token", "list"],
+    ["mcp", "token", "revoke", "no-such-token"],
+]
+
+
+@pytest.mark.parametrize("command", READING, ids=" ".join)
+def test_a_command_that_reads_refuses_a_schema_never_migrated(
+    command: list[str], fresh_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a database without memora_pg's schema, a command that only reads says so in one line and exits 2,
+    and creates nothing (no silent migration, no report of zeros as if the schema were there)."""
+    assert main([*command, "--database-url", fresh_database]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    head = migrations.head_revision()
+    assert err.startswith(f"error: The schema 'memora' is at revision none, not at {head}: migrate it to head first")
+    assert err.count("\n") == 1
+    assert asyncio.run(_relations(fresh_database)) == 0
+
+
+def test_a_command_that_writes_migrates_and_says_so(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mcp token create` writes, so it brings a new database to head, says so on stderr (stdout stays the
+    token), and takes the common options after the subcommand too."""
+    assert main(["mcp", "token", "create", "--org-id", "acme", "--database-url", fresh_database, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == f"memora-pg: migrating the schema 'memora' from revision none to {migrations.head_revision()}\n"
+    assert json.loads(out)["org_id"] == "acme"
+    assert main(["mcp", "token", "list", "--database-url", fresh_database, "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert [token["org_id"] for token in json.loads(out)] == ["acme"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["mcp", "--http", "nonsense"], "error: memora-pg mcp: argument --http: 'nonsense': use HOST:PORT"),
+        (["mcp", "--http", "127.0.0.1:99999"], "error: memora-pg mcp: argument --http: '127.0.0.1:99999'"),
+        (["reembed", "--embedder", "bogus"], "error: memora-pg reembed: argument --embedder: 'bogus': use local,"),
+        (["import", "--from", "mem0", "--embedder", "hash:0"], "error: memora-pg import: argument --embedder:"),
+        (["mcp", "token", "create"], "error: memora-pg mcp token create: the following arguments are required"),
+        (["frobnicate"], "error: memora-pg: argument COMMAND: invalid choice: 'frobnicate'"),
+    ],
+)
+def test_a_bad_argument_is_one_line_and_a_usage_error(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(said)
+    assert err.count("\n") == 1
+
+
+def test_an_import_whose_source_does_not_answer_is_one_line_and_leaves_the_target_alone(
+    fresh_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreachable source is a runtime error (exit 1) in one line, and the target is not migrated for it."""
+    nowhere = "postgresql://nobody@127.0.0.1:1/none"
+    argv = [
+        "import",
+        "--from",
+        "mem0",
+        "--source-url",
+        nowhere,
+        "--embedder",
+        "hash:8",
+        "--database-url",
+        fresh_database,
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot connect to the mem0 deployment's database")
+    assert err.count("\n") == 1
+    assert asyncio.run(_relations(fresh_database)) == 0
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``memora-pg ARGS`` in a process of its own, as a user runs it: what reaches its stderr is all of it."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMORA_PG_") and k != "DATABASE_URL"}
+    return subprocess.run(  # noqa: S603 (our own command line)
+        [sys.executable, "-m", "memora_pg", *args],
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    bool(os.environ.get("MEMORA_PG_TEST_DATABASE_URL")), reason="the suite runs against an external server"
+)
+def test_a_successful_demo_on_the_embedded_server_says_nothing_on_stderr(tmp_path: Path) -> None:
+    """The embedded server's start, the model's load and the dependencies' warnings stay quiet."""
+    env = {"MEMORA_PG_EMBEDDED_DATA_DIR": str(tmp_path)}
+    try:
+        done = _cli(["demo"], env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "Jake moved to Berlin" in done.stdout
+        assert done.stderr == ""
+    finally:
+        embedded.stop(tmp_path, Settings().embedded_postgres_version)
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["report"], ""),
+        (["export"], "exported: "),  # stdout is the file: its one-line summary goes to stderr
+        (["index", "status"], ""),
+        (["text-search"], ""),
+    ],
+)
+def test_a_successful_command_says_nothing_else_on_stderr(command: list[str], said: str, database_url: str) -> None:
+    done = _cli([*command, "--database-url", database_url, "--schema", "memora"], {})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout
+    assert done.stderr.startswith(said)
+    assert done.stderr.count("\n") == (1 if said else 0)

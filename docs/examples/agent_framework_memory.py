@@ -5,13 +5,15 @@
 The first session tells the agent something; a second session, with a new history, is given it
 back by MemoraContextProvider. The chat model here is a stand-in that repeats what it was given,
 so the example runs offline; use any Agent Framework chat client instead (OpenAIChatClient, ...).
-Without a language model configured the provider stores each turn's messages as they are; with
-one (MemoryConfig's llm) it stores the facts the model extracts.
+Without a language model configured the provider stores the user's messages as they are; with
+one (MemoryConfig's llm) it stores the facts the model extracts. The example's user is new on each
+run, and what it wrote is deleted at the end: memories of anyone else are left alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
@@ -44,19 +46,20 @@ class Parrot(FunctionInvocationLayer, BaseChatClient):
 
 async def main() -> None:
     memory = AsyncMemory()  # the embedded server and the local embedder; MemoryConfig(...) for others
+    user_id = f"example-concierge-{uuid.uuid4().hex[:8]}"  # this run's own user
     try:
-        await memory.delete_all(user_id="ada")
         agent = Agent(
             Parrot(),
             context_providers=[
-                MemoraHistoryProvider(memory, user_id="ada"),
-                MemoraContextProvider(memory, user_id="ada", agent_id="concierge"),
+                MemoraHistoryProvider(memory, user_id=user_id),
+                MemoraContextProvider(memory, user_id=user_id, agent_id="concierge"),
             ],
         )
         first = await agent.run("I'm vegetarian, please remember it.", session=agent.create_session())
         print("session 1:", first.text)
         second = await agent.run("What should I eat tonight?", session=agent.create_session())
         print("session 2:", second.text)
+        await memory.delete_all(user_id=user_id)
     finally:
         await memory.close()
 

@@ -9,6 +9,7 @@ Any exporter works the same way (OTLP to a collector, Jaeger, ...): memora_pg on
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -26,11 +27,12 @@ trace.set_tracer_provider(provider)
 async def main() -> None:
     memory = AsyncMemory()
     tracer = trace.get_tracer("example")
+    user_id = f"example-traveller-{uuid.uuid4().hex[:8]}"  # this run's own user, deleted at the end
     try:
         with tracer.start_as_current_span("agent turn"):
-            await memory.add("Prefers trains to planes", user_id="ada", infer=False)
-            await memory.search("how does Ada travel?", filters={"user_id": "ada"})
-        await memory.delete_all(user_id="ada")
+            await memory.add("Prefers trains to planes", user_id=user_id, infer=False)
+            await memory.search("does the user prefer trains or planes?", filters={"user_id": user_id})
+        await memory.delete_all(user_id=user_id)
     finally:
         await memory.close()
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 from memora_pg.config import Settings
 from memora_pg.db import Database
@@ -29,6 +31,10 @@ from memora_pg.mem0.memory import AsyncMemory
 logger = logging.getLogger(__name__)
 
 PATH = "/mcp"
+
+# The addresses that answer on every interface: a server bound to one has no single URL of its own.
+WILDCARDS = ("0.0.0.0", "::", "")  # noqa: S104 (names them, binds nothing)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class DatabaseTokenVerifier:
@@ -66,6 +72,44 @@ class Options:
     user_id: str | None = None
 
 
+def base_url(options: Options, host: str, port: int) -> str:
+    """The URL clients reach the server at: the public URL when one is set (without the ``/mcp`` path),
+    else the address it binds."""
+    public = options.settings.mcp_public_url
+    if public:
+        public = public.rstrip("/")
+        return public.removesuffix(PATH)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"  # an IPv6 address in brackets
+
+
+def transport_security(options: Options, host: str, port: int) -> TransportSecuritySettings | None:
+    """The SDK's DNS-rebinding protection: the Host and Origin headers a request may carry.
+
+    The SDK turns it on by itself for a loopback address, allowing only loopback names; so behind a
+    reverse proxy every request, whose Host is the proxy's name, is refused (421) unless that name is
+    allowed. Here the names the settings give (``mcp_allowed_hosts``, the public URL's host) are allowed
+    beside the bound address, and naming any turns the protection on for a server on every interface too.
+    None leaves the SDK's own choice (off for a server bound to every interface with no name given).
+    """
+    settings = options.settings
+    hosts = list(settings.mcp_allowed_hosts)
+    origins = list(settings.mcp_allowed_origins)
+    if settings.mcp_public_url:
+        public = urlsplit(settings.mcp_public_url)
+        hosts.append(public.netloc)
+        origins.append(f"{public.scheme}://{public.netloc}")
+    if host in LOOPBACK:
+        hosts += ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+        origins += ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    elif host not in WILDCARDS:
+        address = f"[{host}]" if ":" in host else host
+        hosts.append(f"{address}:{port}")
+        origins.append(f"http://{address}:{port}")
+    elif not hosts:
+        return None
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
 def memory(options: Options) -> AsyncMemory:
     llm = OpenAILLM(options.llm_model, base_url=options.llm_base_url) if options.llm_model else None
     return AsyncMemory(settings=options.settings, embedder=options.embedder, llm=llm)
@@ -85,7 +129,7 @@ def http_server(options: Options, host: str, port: int) -> tuple[MCPServer, Asyn
     if options.org_id or options.user_id:
         raise ConfigurationError("over HTTP, each request's token names its organization and user: drop --org-id")
     store = memory(replace(options, settings=options.settings.model_copy(update={"row_level_security": True})))
-    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"  # an IPv6 address in brackets
+    url = base_url(options, host, port)
     auth = AuthSettings(issuer_url=url, resource_server_url=url + PATH, validate_token_resource=False)
     server = build_server(
         store,
@@ -112,7 +156,12 @@ async def serve_http(options: Options, host: str, port: int) -> None:
     server, store = http_server(options, host, port)
     try:
         await store.prepare()
-        app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+        app = server.streamable_http_app(
+            stateless_http=True,
+            json_response=True,
+            host=host,
+            transport_security=transport_security(options, host, port),
+        )
         config: Any = uvicorn.Config(app, host=host, port=port, log_level="warning")
         logger.info("memora-pg MCP server on http://%s:%d%s", host, port, PATH)
         await uvicorn.Server(config).serve()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -9,6 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from memora_pg import Settings
+from memora_pg.embeddings import HashEmbedder
+from memora_pg.mem0.memory import AsyncMemory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +54,28 @@ def test_agent_framework_example(database_url: str) -> None:
 def test_tracing_example(database_url: str) -> None:
     spans = [json.loads(line) for line in _run("tracing.py", database_url).splitlines() if line.startswith("{")]
     names = [span["name"] for span in spans]
-    assert names[:3] == ["update_memory", "search_memory", "agent turn"]
+    assert names[:3] == ["create_memory", "search_memory", "agent turn"]
     assert spans[0]["parent_id"] == spans[2]["context"]["span_id"]
-    assert spans[1]["attributes"]["db.system.name"] == "postgresql"
+    assert spans[1]["attributes"]["gen_ai.memory.record.count"] == 1
+    assert spans[1]["kind"] == "SpanKind.CLIENT"  # the test's server, not the embedded one
     assert "gen_ai.memory.query.text" not in spans[1]["attributes"]
+
+
+@pytest.mark.slow
+async def test_the_examples_leave_other_users_alone(database_url: str, engine: AsyncEngine) -> None:
+    """Each example writes as a user of its own and deletes only that: a user "ada" of the same
+    organization keeps her memory however many examples run, and no example leaves memories behind."""
+    memory = AsyncMemory(settings=Settings(database_url=database_url, db_schema="memora"), embedder=HashEmbedder(384))
+    try:
+        await memory.add("Ada keeps bees", user_id="ada", infer=False)
+        await asyncio.to_thread(_run, "agent_framework_memory.py", database_url)
+        await asyncio.to_thread(_run, "tracing.py", database_url)
+        assert [m["memory"] for m in (await memory.get_all(filters={"user_id": "ada"}))["results"]] == [
+            "Ada keeps bees"
+        ]
+        async with engine.connect() as conn:
+            left = await conn.scalar(text("SELECT count(*) FROM memora.memories WHERE user_id LIKE 'example-%'"))
+        assert left == 0
+    finally:
+        await memory.delete_all(user_id="ada")
+        await memory.close()

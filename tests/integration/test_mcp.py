@@ -4,6 +4,7 @@ row-level security restricts)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -244,10 +245,10 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _http_server(database_url: str) -> Iterator[str]:
+def _http_server(database_url: str, *options: str) -> Iterator[str]:
     port = _free_port()
     process = subprocess.Popen(  # noqa: S603 (our own command line)
-        _command("--database-url", database_url, "--http", f"127.0.0.1:{port}"),
+        _command("--database-url", database_url, "--http", f"127.0.0.1:{port}", *options),
         env=_child_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -400,3 +401,53 @@ async def test_a_role_granted_before_the_tokens_existed_can_read_them(fresh_data
             await conn.execute(text(f"DROP OWNED BY {role}"))
             await conn.execute(text(f"DROP ROLE {role}"))
         await engine.dispose()
+
+
+async def _minted(database_url: str, org_id: str) -> str:
+    owner = Database(database_url, settings=Settings(database_url=database_url, db_schema="memora"))
+    try:
+        token, _ = await tokens.mint(owner, org_id=org_id, name="behind a proxy")
+        return str(token)
+    finally:
+        await owner.close()
+
+
+def test_http_behind_a_reverse_proxy(database_url: str) -> None:
+    """A proxy's Host is answered once allowed (not 421), another is refused, so is an Origin not allowed,
+    and the OAuth metadata advertises the public URL, not the bound address."""
+    token = asyncio.run(_minted(database_url, "proxied"))
+    public = "https://memory.example.com"
+    options = ("--allow-rls-bypass", "--allowed-host", "proxy.internal:*", "--public-url", public)
+    with _http_server(database_url, *options) as url:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        headers = {"Accept": "application/json, text/event-stream", "Authorization": f"Bearer {token}"}
+
+        def status(**more: str) -> int:
+            return httpx.post(url, json=call, headers={**headers, **more}, timeout=10).status_code
+
+        assert status(Host="memory.example.com") == 200
+        assert status(Host="proxy.internal:8443", Origin=public) == 200
+        assert status(Host="rebound.example.net") == 421
+        assert status(Host="memory.example.com", Origin="https://elsewhere.example.net") == 403
+        base = url.removesuffix("/mcp")
+        metadata = httpx.get(f"{base}/.well-known/oauth-protected-resource/mcp", timeout=10).json()
+        assert metadata["resource"] == public + "/mcp"
+        assert [server.rstrip("/") for server in metadata["authorization_servers"]] == [public]
+
+
+def test_http_refuses_a_role_that_bypasses_row_level_security(database_url: str) -> None:
+    """The test database's role owns the tables: over HTTP every token would see every organization,
+    so the server does not start without --allow-rls-bypass, and says why in one line."""
+    port = _free_port()
+    done = subprocess.run(  # noqa: S603 (our own command line)
+        _command("--database-url", database_url, "--http", f"127.0.0.1:{port}"),
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: the database role is ")
+    assert "--allow-rls-bypass" in line

@@ -339,7 +339,9 @@ async def test_headline_numbers_for_the_whole_database(graph: PostgresGraphDB, b
     r = await report.headline(graph.database, until=date(2026, 1, 10), days=10)
     assert r.org_id is None
     assert (r.organizations, r.users, r.agents, r.interactions, r.messages) == (2, 4, 3, 7, 8)
-    assert (r.memories, r.current_memories, r.superseded_memories, r.orphaned_memories) == (9, 7, 2, 2)
+    # of the two memories without a source, the vector store's is standalone by design: one orphan
+    assert (r.memories, r.current_memories, r.superseded_memories, r.orphaned_memories) == (9, 7, 2, 1)
+    assert (r.standalone_memories, r.registered_agents, r.autogen_entries, r.org_name) == (1, 3, 0, None)
     assert r.contradiction_rate == pytest.approx(2 / 9)
     # memories per user: Zoe 0, Bob 1, Eve 2, Jake 6
     assert r.memories_per_user_p50 == pytest.approx(1.5)
@@ -368,7 +370,8 @@ async def test_headline_of_one_organization(graph: PostgresGraphDB, built: Built
     """With org_id every number is the organization's; growth before the window counts in the total."""
     r = await report.headline(graph.database, org_id=built.acme, until=date(2026, 1, 4), days=3)
     assert (r.organizations, r.users, r.agents, r.interactions, r.messages) == (1, 3, 2, 6, 7)
-    assert (r.memories, r.current_memories, r.superseded_memories, r.orphaned_memories) == (8, 6, 2, 2)
+    assert (r.memories, r.current_memories, r.superseded_memories, r.orphaned_memories) == (8, 6, 2, 1)
+    assert (r.standalone_memories, r.org_name) == (1, "Acme")
     assert r.contradiction_rate == pytest.approx(0.25)
     assert (r.memories_per_user_p50, r.memories_per_user_max) == (2.0, 6)
     assert r.memories_per_user_p95 == pytest.approx(2 + 0.9 * 4)
@@ -382,7 +385,8 @@ async def test_headline_of_one_organization(graph: PostgresGraphDB, built: Built
 async def test_headline_of_an_empty_or_unknown_organization(graph: PostgresGraphDB, built: Built) -> None:
     """An organization without rows reports zeros and empty lists, never an error."""
     r = await report.headline(graph.database, org_id="no-such-org", until=date(2026, 1, 10), days=2)
-    assert (r.organizations, r.users, r.memories, r.contradiction_rate, r.memories_per_user_max) == (0, 0, 0, 0.0, 0)
+    # no memories, so no rate: "none yet", never "0.0% (0 of 0)"
+    assert (r.organizations, r.users, r.memories, r.contradiction_rate, r.memories_per_user_max) == (0, 0, 0, None, 0)
     assert (r.busiest_users, r.busiest_agents) == ([], [])
     assert [(g.added, g.total) for g in r.growth] == [(0, 0), (0, 0)]
     assert "no-such-org" in report.render_text(r)
@@ -711,3 +715,62 @@ async def test_report_without_views_is_a_configuration_error(fresh_database: str
             await report.headline(database)
     finally:
         await database.close()
+
+
+async def test_the_report_of_a_database_written_through_every_face(graph: PostgresGraphDB, database_url: str) -> None:
+    """Memora, the mem0-style face, MCP, Agent Framework and AutoGen write one organization: the report counts
+    every agent that wrote, calls none of them deleted but the one that was, counts no mem0-style memory as an
+    orphan, says which faces wrote what, and is titled with the organization's name."""
+    from agent_framework import Message
+    from autogen_core.memory import MemoryContent, MemoryMimeType
+    from mcp import Client
+
+    from memora_pg.agent_framework import MemoraHistoryProvider
+    from memora_pg.autogen import PostgresMemory
+    from memora_pg.embeddings import HashEmbedder
+    from memora_pg.mcp import Caller, build_server
+    from memora_pg.mem0.memory import AsyncMemory
+
+    w = await world(graph)  # the Memora face: an organization, a user, a registered agent, a saved memory
+    await graph.save_interaction_with_memories(
+        w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("Likes tea", [0])])
+    )
+    old = await graph.create_agent(w.org_id, "Retired helper")
+    await graph.save_interaction_with_memories(w.org_id, old.agent_id, w.user_id, payload(chat("yo"), [("Runs", [0])]))
+    await graph.delete_agent(w.org_id, old.agent_id)
+
+    settings = Settings(database_url=database_url, db_schema="memora")
+    mem0 = AsyncMemory(settings=settings, embedder=HashEmbedder(384)).for_organization(w.org_id)
+    notes = PostgresMemory("notes", settings=settings, embedder=HashEmbedder(384), org_id=w.org_id)
+    try:
+        await mem0.add("Prefers the window seat", user_id="ann", agent_id="support-bot", infer=False)
+        await mem0.add("Has a cat", user_id="ann", infer=False)  # of no agent
+        server = build_server(mem0, caller=lambda: Caller(org_id=w.org_id, default_user="ann"), can_infer=False)
+        async with Client(server) as client:
+            await client.call_tool("add_memory", {"text": "Bikes to work", "agent_id": "mcp-assistant"})
+        history = MemoraHistoryProvider(mem0, user_id="ann")
+        await history.save_messages("session-1", [Message("user", ["Hello"])])
+        await notes.add(MemoryContent(content="Use tabs", mime_type=MemoryMimeType.TEXT))
+
+        r = await report.headline(graph.database, org_id=w.org_id)
+    finally:
+        await mem0.close()
+        await notes.close()
+
+    assert r.org_name == "Acme"
+    assert {a.agent_id: a.registration for a in r.busiest_agents} == {
+        w.agent_id: report.REGISTERED,
+        old.agent_id: report.DELETED,
+        "support-bot": report.BY_ID,
+        "mcp-assistant": report.BY_ID,
+        "agent-framework": report.BY_ID,  # the history provider's interaction
+        "": report.NO_AGENT,
+    }
+    assert (r.agents, r.registered_agents) == (5, 1)  # "" is no agent
+    assert (r.memories, r.standalone_memories, r.orphaned_memories, r.autogen_entries) == (5, 3, 0, 1)
+    text = report.render_text(r)
+    lines = {" ".join(line.split()) for line in text.splitlines()}
+    assert {"agents 5 (1 registered)", "orphaned memories 0", "added directly (mem0-style) 3"} <= lines
+    assert text.count("(deleted)") == 1
+    page = report.render_html(r)
+    assert "<title>memora_pg report: organization Acme</title>" in page

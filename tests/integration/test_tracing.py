@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry import trace
@@ -13,12 +15,15 @@ from opentelemetry.trace import StatusCode
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from memora_pg import PostgresGraphDB, Settings
+from memora_pg import PostgresGraphDB, Settings, embedded, tracing
 from memora_pg.autogen import PostgresMemory
 from memora_pg.contract import MemorySearchScope
+from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.errors import DatabaseError, NotFoundError
+from memora_pg.mem0.llm import OpenAILLM
 from memora_pg.mem0.memory import AsyncMemory
+from tests.fake_openai import FakeOpenAIServer
 from tests.integration.helpers import chat, payload, world
 from tests.integration.test_security import APP_ROLE, rls_database  # noqa: F401 (a fixture)
 
@@ -42,8 +47,13 @@ def spans() -> Iterator[InMemorySpanExporter]:
 
 
 def _one(spans: InMemorySpanExporter, method: str) -> ReadableSpan:
-    (span,) = [s for s in spans.get_finished_spans() if (s.attributes or {}).get("db.operation.name") == method]
+    (span,) = [s for s in spans.get_finished_spans() if (s.attributes or {}).get("memora_pg.method") == method]
     return span
+
+
+def _no_database_attributes(span: ReadableSpan) -> None:
+    """The memory span describes the memory operation; the database's spans are asyncpg's children."""
+    assert not [name for name in span.attributes or {} if name.startswith("db.")]
 
 
 async def test_memora_face_spans(graph: PostgresGraphDB, spans: InMemorySpanExporter) -> None:
@@ -61,15 +71,16 @@ async def test_memora_face_spans(graph: PostgresGraphDB, spans: InMemorySpanExpo
     assert interaction_id
     save = _one(spans, "save_interaction_with_memories")
     assert save.name == "create_memory"
-    assert save.kind == trace.SpanKind.CLIENT
+    assert save.kind == trace.SpanKind.CLIENT  # the tests' server is not the embedded one
     attributes = dict(save.attributes or {})
     assert attributes["gen_ai.operation.name"] == "create_memory"
-    assert attributes["db.system.name"] == "postgresql"
-    assert str(attributes["db.namespace"]).endswith("|memora")
     assert attributes["gen_ai.memory.store.id"] == w.org_id
+    assert attributes["gen_ai.memory.record.count"] == 1
     assert attributes["memora_pg.face"] == "memora"
+    _no_database_attributes(save)
     search = _one(spans, "search_memories")
     assert search.name == "search_memory"
+    assert (search.attributes or {})["gen_ai.memory.record.count"] == 1
     assert "gen_ai.memory.query.text" not in (search.attributes or {})  # content is opt-in
     missing = _one(spans, "get_interaction")
     assert missing.status.status_code == StatusCode.ERROR
@@ -89,7 +100,9 @@ async def test_mem0_and_autogen_spans_and_opt_in_content(database_url: str, span
     finally:
         await mem0.close()
         await autogen.close()
-    assert _one(spans, "add").name == "update_memory"
+    add = _one(spans, "add")
+    assert add.name == "create_memory"  # infer=False: the caller asked for a new record
+    assert (add.attributes or {})["gen_ai.memory.record.count"] == 1
     search = _one(spans, "search")
     assert search.name == "search_memory"
     assert (search.attributes or {})["gen_ai.memory.query.text"] == "what instrument?"
@@ -118,7 +131,7 @@ async def test_a_refusal_of_the_database_carries_its_sqlstate(
         await store.close()
     refused = _one(spans, "get_all")
     assert refused.status.status_code == StatusCode.ERROR
-    assert (refused.attributes or {})["db.response.status_code"] == "42501"  # insufficient_privilege
+    assert (refused.attributes or {})["memora_pg.sqlstate"] == "42501"  # insufficient_privilege
     assert (refused.attributes or {})["error.type"] == "DatabaseError"
 
 
@@ -130,3 +143,70 @@ async def test_spans_nest_under_the_callers(graph: PostgresGraphDB, spans: InMem
     assert created.name == "create_memory_store"
     assert created.parent is not None
     assert created.parent.span_id == parent.get_span_context().span_id
+
+
+async def test_an_inferred_add_is_an_upsert(database_url: str, spans: InMemorySpanExporter) -> None:
+    """mem0's add with a model lets the model choose between adding and changing: upsert_memory."""
+    with FakeOpenAIServer() as llm:
+        llm.script_chat(
+            {"facts": ["Plays the cello"]}, {"memory": [{"id": "0", "text": "Plays the cello", "event": "ADD"}]}
+        )
+        model = OpenAILLM("fake", api_key="sk-test", base_url=llm.base_url, timeout=2)
+        store = AsyncMemory(
+            settings=Settings(database_url=database_url, db_schema="memora"), embedder=HashEmbedder(384), llm=model
+        )
+        try:
+            await store.add("I play the cello", user_id="upserter")
+            await store.delete_all(user_id="upserter")
+        finally:
+            await store.close()
+    add = _one(spans, "add")
+    assert add.name == "upsert_memory"
+    assert (add.attributes or {})["gen_ai.memory.record.count"] == 1
+    everything = _one(spans, "delete_all")
+    assert everything.name == "delete_memory"
+    assert "gen_ai.memory.record.id" not in (everything.attributes or {})  # every record of the scope
+
+
+async def test_the_statements_are_asyncpg_spans_under_the_memory_span(
+    graph: PostgresGraphDB, spans: InMemorySpanExporter
+) -> None:
+    """With asyncpg's instrumentation on, each statement is a postgresql span, a child of the memory span."""
+    w = await world(graph)
+    await graph.save_interaction_with_memories(
+        w.org_id, w.agent_id, w.user_id, payload(chat("hi"), [("Likes tea", [0])])
+    )
+    vector = graph.get_associated_vector_db()
+    assert vector is not None
+    assert tracing.instrument_asyncpg()
+    try:
+        spans.clear()
+        await vector.search_memory("tea", MemorySearchScope.USER, w.org_id, w.user_id)
+    finally:
+        from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+
+        AsyncPGInstrumentor().uninstrument()  # type: ignore[no-untyped-call]
+    search = _one(spans, "search_memories")
+    statements = [s for s in spans.get_finished_spans() if s.parent and s.parent.span_id == search.context.span_id]
+    assert statements
+    for statement in statements:
+        attributes = statement.attributes or {}
+        assert "postgresql" in (attributes.get("db.system"), attributes.get("db.system.name"))
+        assert statement.kind == trace.SpanKind.CLIENT
+    _no_database_attributes(search)
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("MEMORA_PG_TEST_DATABASE_URL")), reason="the suite runs against an external server"
+)
+async def test_the_span_of_the_embedded_server_is_internal(tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    """No URL and no engine: the embedded server, beside the application, so an INTERNAL span."""
+    graph = PostgresGraphDB(settings=Settings(embedded_data_dir=tmp_path, database_url=None))
+    try:
+        await graph.create_organization("Embedded")
+    finally:
+        await graph.close()
+        embedded.stop(tmp_path, Settings().embedded_postgres_version)
+    created = _one(spans, "create_organization")
+    assert created.kind == trace.SpanKind.INTERNAL
+    assert not Database(settings=Settings(database_url="postgresql://h/db")).embedded

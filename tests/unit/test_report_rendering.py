@@ -56,7 +56,7 @@ def sample() -> Report:
         current_memories=7,
         superseded_memories=2,
         contradiction_rate=2 / 9,
-        orphaned_memories=2,
+        orphaned_memories=1,
         memories_per_user_p50=1.5,
         memories_per_user_p95=5.4,
         memories_per_user_max=6,
@@ -72,6 +72,8 @@ def sample() -> Report:
             _agent("agent-helper", "Helper", (1, 1.0, 1, 0), 1, other),
         ],
         growth=[DailyGrowth(date(2026, 1, n), added[n - 1], sum(added[:n])) for n in range(1, 11)],
+        registered_agents=3,
+        standalone_memories=1,
     )
 
 
@@ -85,6 +87,7 @@ def empty(org_id: str = "no-such-org") -> Report:
         sample(),
         org_id=org_id,
         **zeros,
+        contradiction_rate=None,
         busiest_users=[],
         busiest_agents=[],
         growth=[DailyGrowth(date(2026, 1, 9), 0, 0), DailyGrowth(date(2026, 1, 10), 0, 0)],
@@ -100,7 +103,8 @@ def test_render_text_shows_the_numbers() -> None:
     lines = {" ".join(line.split()) for line in out.splitlines()}
     for expected in [
         "organizations 2", "users 4", "agents 3", "interactions 7", "messages 8", "memories 9",
-        "current memories 7", "superseded memories 2", "contradiction rate 22.2%", "orphaned memories 2",
+        "current memories 7", "superseded memories 2", "contradiction rate 22.2%", "orphaned memories 1",
+        "of conversations (Memora) 8", "added directly (mem0-style) 1", "AutoGen entries 0",
         "p50 1.5 p95 5.4 max 6",
     ]:  # fmt: skip
         assert expected in lines, expected
@@ -116,6 +120,9 @@ def test_render_text_of_an_empty_report_names_its_organization() -> None:
     out = report.render_text(empty())
     assert "memora_pg report: organization no-such-org" in out
     assert "0 added, 0 in all" in out
+    assert "contradiction rate none yet" in {" ".join(line.split()) for line in out.splitlines()}
+    assert "0 of 0" not in out
+    assert "0.0%" not in out
 
 
 def test_render_text_cuts_long_names() -> None:
@@ -215,16 +222,43 @@ def test_render_html_of_an_empty_report_is_well_formed() -> None:
     """Without agents or users the page still closes every element and says there is nothing to chart."""
     page = report.render_html(empty())
     _check_html(page)
-    assert "No agents with memories or interactions." in page
+    assert "No agents with memories yet." in page
+    assert "none yet" in page
+    assert "0 of 0" not in page
     assert "no-such-org" in page
 
 
 def test_deleted_agents_render_without_a_label() -> None:
     """An agent deleted since (no label) shows as "(deleted)" with its id, in text and in HTML."""
     r = sample()
-    r = dataclasses.replace(r, busiest_agents=[dataclasses.replace(r.busiest_agents[0], agent_label=None)])
+    deleted = dataclasses.replace(r.busiest_agents[0], agent_label=None, registration=report.DELETED)
+    r = dataclasses.replace(r, busiest_agents=[deleted])
     assert any(line.split()[:2] == ["(deleted)", JENNY] for line in report.render_text(r).splitlines())
     assert f"(deleted) {JENNY}" in report.render_html(r)
+
+
+def test_agents_named_by_id_alone_are_not_called_deleted() -> None:
+    """The mem0-style face, MCP and Agent Framework name agents without registering them: such an agent is
+    shown by its id, and the mem0-style memories of no agent as "(no agent)"; neither as deleted."""
+    r = sample()
+    by_id = dataclasses.replace(
+        r.busiest_agents[0], agent_id="support-bot", agent_label=None, registration=report.BY_ID
+    )
+    nobody = dataclasses.replace(r.busiest_agents[1], agent_id="", agent_label=None, registration=report.NO_AGENT)
+    r = dataclasses.replace(r, busiest_agents=[by_id, nobody], agents=4, registered_agents=3)
+    text = report.render_text(r)
+    assert any(line.split()[:3] == ["(by", "id", "only)"] and "support-bot" in line for line in text.splitlines())
+    assert any(line.split()[:2] == ["(no", "agent)"] for line in text.splitlines())
+    assert "(deleted)" not in text
+    assert "(deleted)" not in report.render_html(r)
+    assert "agents 4 (3 registered)" in {" ".join(line.split()) for line in text.splitlines()}
+
+
+def test_the_title_names_the_organization() -> None:
+    """One organization's page is titled with its name; its id is under the heading."""
+    page = report.render_html(dataclasses.replace(sample(), org_id=ACME, org_name="Acme"))
+    assert "<title>memora_pg report: organization Acme</title>" in page
+    assert f"id <code>{ACME}</code>" in page
 
 
 def test_html_rate_labels_name_the_organization_only_across_organizations() -> None:

@@ -149,11 +149,12 @@ async def import_langgraph(
 ) -> ImportedItems:
     """Bring ``source``'s items into the AutoGen face's entries of ``source.org_id``."""
     check_batch_size(batch_size)
-    migrated = await target_ready(database, embedder, dry_run=dry_run, table="autogen_contents")
     done = ImportedItems()
     now = datetime.now(timezone.utc)
     table = f"{quoted(source.schema)}.store"
     async with Snapshot(source.url, table, what="LangGraph store") as snapshot:
+        # Once the source answers, as for mem0: a source that cannot be read leaves the target as it was.
+        migrated = await target_ready(database, embedder, dry_run=dry_run, table="autogen_contents")
         total, seen = await snapshot.count(f"SELECT count(*) FROM {table}"), 0
         query = (
             "SELECT prefix, key, value::text AS value, created_at, updated_at, expires_at"

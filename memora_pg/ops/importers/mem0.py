@@ -260,12 +260,14 @@ async def import_mem0(
     check_batch_size(batch_size)
     done = Imported()
     check_history(source.history_db)
-    migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
     imported_at = datetime.now(timezone.utc)
     users_of: dict[uuid.UUID, str] = {}
     index_after = False
     try:
         async with Collection(source) as snapshot:
+            # The target is brought to head once the source answers: a source that cannot be read
+            # leaves the target as it was.
+            migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
             total, seen = await snapshot.count(f"SELECT count(*) FROM {snapshot.table}"), 0
             dimensions = await snapshot.dimensions(snapshot.table, "vector")
             compared = 0

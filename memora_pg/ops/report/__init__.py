@@ -10,7 +10,11 @@ from __future__ import annotations
 from memora_pg.ops.report.data import (
     BUSIEST_AGENTS,
     BUSIEST_USERS,
+    BY_ID,
+    DELETED,
     GROWTH_DAYS,
+    NO_AGENT,
+    REGISTERED,
     TIMELINE_DAILY_DAYS,
     AgentActivity,
     DailyGrowth,
@@ -25,7 +29,11 @@ from memora_pg.ops.report.rendering import as_dict, render_html, render_json, re
 __all__ = [
     "BUSIEST_AGENTS",
     "BUSIEST_USERS",
+    "BY_ID",
+    "DELETED",
     "GROWTH_DAYS",
+    "NO_AGENT",
+    "REGISTERED",
     "TIMELINE_DAILY_DAYS",
     "AgentActivity",
     "DailyGrowth",

@@ -10,7 +10,7 @@ the database.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
@@ -43,19 +43,28 @@ class UserActivity:
     last_activity: datetime | None
 
 
+# What the agents table says of an agent id the report lists.
+REGISTERED = "registered"  # a row of agents: the Memora face's create_agent
+DELETED = "deleted"  # once a row, deleted (an audited delete_agent): its interactions and memories stay
+BY_ID = "by id"  # never a row: the mem0-style face, MCP and Agent Framework name agents by id alone
+NO_AGENT = "none"  # the mem0-style face's memories of no agent
+
+
 @dataclass(frozen=True)
 class AgentActivity:
     org_id: str
     org_name: str
     agent_id: str
-    # None once the agent is deleted: its interactions and memories stay.
+    # None unless the agent is registered (REGISTERED, DELETED, BY_ID or NO_AGENT says why).
     agent_label: str | None
     interactions: int
     messages_per_interaction: float
     memories: int
     superseded_memories: int
-    contradiction_rate: float
+    # None for an agent without memories.
+    contradiction_rate: float | None
     last_activity: datetime | None
+    registration: str = REGISTERED
 
 
 @dataclass(frozen=True)
@@ -104,13 +113,16 @@ class Report:
     generated_at: datetime
     organizations: int
     users: int
+    # Every agent id the report can list: registered, deleted, or named by id alone (not the empty one).
     agents: int
     interactions: int
     messages: int
     memories: int
     current_memories: int
     superseded_memories: int
-    contradiction_rate: float
+    # None while there are no memories: a rate of nothing.
+    contradiction_rate: float | None
+    # Memories of an interaction without a source message: the Memora face's memories that lost theirs.
     orphaned_memories: int
     memories_per_user_p50: float
     memories_per_user_p95: float
@@ -120,22 +132,52 @@ class Report:
     growth: list[DailyGrowth]
     # None on a database from before migration 0008, which has no memory_timeline view.
     timeline: Timeline | None = None
+    # The organization's name (None for the whole database, or an organization that does not exist).
+    org_name: str | None = None
+    # Agents with a row of the agents table (the Memora face's create_agent).
+    registered_agents: int = 0
+    # Memories of no interaction: written by the mem0-style face (and so MCP and Agent Framework's context
+    # provider) or the vector store's add_memories, which have no source messages by design.
+    standalone_memories: int = 0
+    # AutoGen's entries (autogen_contents), apart from the memories.
+    autogen_entries: int = 0
 
 
 # -- the statements ---------------------------------------------------------------------------------
 
-# The tenant tables counted (TENANT_TABLES' order), then the reporting views' two kinds of memory.
-COUNTS = (*TENANT_TABLES[: TENANT_TABLES.index("memories") + 1], "current_memories", "orphaned_memories")
+# The tenant tables counted (TENANT_TABLES' order), then the kinds of memory and the other faces' rows.
+COUNTS = (
+    *TENANT_TABLES[: TENANT_TABLES.index("memories") + 1],
+    "current_memories",
+    "orphaned_memories",
+    "org_name",
+    "registered_agents",
+    "standalone_memories",
+    "autogen_entries",
+)
 
+# An agent counts wherever its id appears: the mem0-style face, MCP and Agent Framework name agents without
+# registering them. Orphans are the memories of an interaction that have no source message (the view's
+# 'no_sources'); a memory of no interaction never had one.
 TOTALS = """
 SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organizations,
+       (SELECT org_name FROM {schema}.organizations WHERE org_id = CAST(:org_id AS text)) AS org_name,
        (SELECT count(*) FROM {schema}.users {where_org}) AS users,
-       (SELECT count(*) FROM {schema}.agents {where_org}) AS agents,
+       (SELECT count(*) FROM (
+            SELECT org_id, agent_id FROM {schema}.agents {where_org}
+            UNION SELECT org_id, agent_id FROM {schema}.memories {where_org}
+            UNION SELECT org_id, agent_id FROM {schema}.interactions {where_org}
+        ) AS named WHERE agent_id <> '') AS agents,
+       (SELECT count(*) FROM {schema}.agents {where_org}) AS registered_agents,
        (SELECT count(*) FROM {schema}.interactions {where_org}) AS interactions,
        (SELECT count(*) FROM {schema}.messages {where_org}) AS messages,
        (SELECT count(*) FROM {schema}.memories {where_org}) AS memories,
+       (SELECT count(*) FILTER (WHERE interaction_id IS NULL) FROM {schema}.memories {where_org})
+           AS standalone_memories,
        (SELECT count(*) FROM {schema}.current_memories {where_org}) AS current_memories,
-       (SELECT count(*) FROM {schema}.orphaned_memories {where_org}) AS orphaned_memories,
+       (SELECT count(*) FILTER (WHERE reason = 'no_sources') FROM {schema}.orphaned_memories {where_org})
+           AS orphaned_memories,
+       (SELECT count(*) FROM {schema}.autogen_contents {where_org}) AS autogen_entries,
        to_regclass('{schema}.memory_timeline') IS NOT NULL AS has_timeline
 """
 
@@ -189,19 +231,24 @@ WITH stored AS (
 ), talked AS (
     SELECT org_id, agent_id, interactions, messages_per_interaction, last_activity
     FROM {schema}.interactions_per_agent {where_org}
+), deleted AS (
+    SELECT DISTINCT org_id, agent_id, true AS was_deleted
+    FROM (SELECT org_id, agent_id, method FROM {schema}.audit_log {where_org}) AS event
+    WHERE event.method = 'delete_agent'
 )
-SELECT org_id, org.org_name, agent_id, agent.agent_label,
+SELECT org_id, org.org_name, agent_id, agent.agent_label, coalesce(deleted.was_deleted, false) AS was_deleted,
        coalesce(talked.interactions, 0) AS interactions,
        CAST(coalesce(talked.messages_per_interaction, 0) AS float8) AS messages_per_interaction,
        coalesce(stored.memories, 0) AS memories,
        coalesce(stored.memories - latest.memories, stored.memories, 0) AS superseded_memories,
-       coalesce(CAST(stored.memories - coalesce(latest.memories, 0) AS float8) / nullif(stored.memories, 0), 0)
+       CAST(stored.memories - coalesce(latest.memories, 0) AS float8) / nullif(stored.memories, 0)
            AS contradiction_rate,
        talked.last_activity
 FROM stored
 LEFT JOIN latest USING (org_id, agent_id)
 FULL JOIN talked USING (org_id, agent_id)
 LEFT JOIN {schema}.agents AS agent USING (org_id, agent_id)
+LEFT JOIN deleted USING (org_id, agent_id)
 JOIN {schema}.organizations AS org USING (org_id)
 ORDER BY memories DESC, interactions DESC, agent.agent_label, org_id, agent_id
 LIMIT :busiest_agents
@@ -286,8 +333,8 @@ def _in_org(template: str, org_id: str | None) -> str:
     return render(template, where_org="WHERE org_id = :org_id" if org_id is not None else "")
 
 
-def _rate(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
 
 
 async def headline(
@@ -343,12 +390,24 @@ async def headline(
         memories_per_user_p95=float(spread.p95 or 0),
         memories_per_user_max=spread.most,
         busiest_users=[_from_row(UserActivity, row) for row in users if row.user_id is not None],
-        busiest_agents=[_from_row(AgentActivity, row) for row in agents],
+        busiest_agents=[_agent(row) for row in agents],
         growth=[_from_row(DailyGrowth, row) for row in growth],
         timeline=timeline,
     )
 
 
+def _agent(row: Row) -> AgentActivity:
+    if row.agent_label is not None:
+        registration = REGISTERED
+    elif row.agent_id == "":
+        registration = NO_AGENT
+    else:
+        registration = DELETED if row.was_deleted else BY_ID
+    return replace(_from_row(AgentActivity, row), registration=registration)
+
+
 def _from_row(kind: type[_Record], row: Row) -> _Record:
     """A dataclass from the row's columns of the same names (the statements name them so)."""
-    return kind(**{field.name: row._mapping[field.name] for field in fields(kind)})
+    columns = row._mapping
+    # A field with a default may come from elsewhere (AgentActivity.registration); any other must be a column.
+    return kind(**{f.name: columns[f.name] for f in fields(kind) if f.name in columns or f.default is MISSING})

@@ -15,6 +15,9 @@ from typing import Any
 from memora_pg.ops.report.data import (
     BUSIEST_AGENTS,
     BUSIEST_USERS,
+    BY_ID,
+    DELETED,
+    NO_AGENT,
     AgentActivity,
     DailyGrowth,
     Report,
@@ -71,23 +74,53 @@ def _when(moment: datetime | None) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M") if moment else "-"
 
 
+NONE_YET = "none yet"
+
+
 def _scope(report: Report) -> str:
-    return f"organization {report.org_id}" if report.org_id is not None else "all organizations"
+    """What the report covers, by name: the organization's (its id when it has none), or all of them."""
+    if report.org_id is None:
+        return "all organizations"
+    return f"organization {report.org_name}" if report.org_name else f"organization {report.org_id}"
+
+
+def _rate(rate: float | None, empty: str = NONE_YET) -> str:
+    return empty if rate is None else f"{rate:.1%}"
 
 
 def _totals(report: Report) -> list[tuple[str, str]]:
+    """The headline counts. Memories are told apart by the face that wrote them: those of a conversation
+    (the Memora face, with their source messages) and those written directly (the mem0-style face, MCP,
+    Agent Framework's context provider, the vector store), which never have source messages; so only the
+    former can be orphaned."""
+    agents = f"{report.agents:,}"
+    if report.registered_agents != report.agents:
+        agents += f" ({report.registered_agents:,} registered)"
     return [
         ("organizations", f"{report.organizations:,}"),
         ("users", f"{report.users:,}"),
-        ("agents", f"{report.agents:,}"),
+        ("agents", agents),
         ("interactions", f"{report.interactions:,}"),
         ("messages", f"{report.messages:,}"),
         ("memories", f"{report.memories:,}"),
+        ("of conversations (Memora)", f"{report.memories - report.standalone_memories:,}"),
+        ("added directly (mem0-style)", f"{report.standalone_memories:,}"),
         ("current memories", f"{report.current_memories:,}"),
         ("superseded memories", f"{report.superseded_memories:,}"),
-        ("contradiction rate", f"{report.contradiction_rate:.1%}"),
+        ("contradiction rate", _rate(report.contradiction_rate)),
         ("orphaned memories", f"{report.orphaned_memories:,}"),
+        ("AutoGen entries", f"{report.autogen_entries:,}"),
     ]
+
+
+# How an agent the agents table does not name is shown.
+_UNNAMED = {DELETED: "(deleted)", BY_ID: "(by id only)", NO_AGENT: "(no agent)"}
+
+
+def _agent_name(agent: AgentActivity) -> str:
+    if agent.agent_label is not None:
+        return agent.agent_label
+    return _UNNAMED.get(agent.registration, "(deleted)")
 
 
 def _user_rows(report: Report) -> list[list[str]]:
@@ -108,14 +141,14 @@ def _user_rows(report: Report) -> list[list[str]]:
 def _agent_rows(report: Report) -> list[list[str]]:
     return [
         [
-            a.agent_label if a.agent_label is not None else "(deleted)",
+            _agent_name(a),
             a.agent_id,
             a.org_name,
             f"{a.interactions:,}",
             f"{a.messages_per_interaction:,.2f}",
             f"{a.memories:,}",
             f"{a.superseded_memories:,}",
-            f"{a.contradiction_rate:.1%}",
+            _rate(a.contradiction_rate, "-"),
             _when(a.last_activity),
         ]
         for a in report.busiest_agents
@@ -228,10 +261,11 @@ h1 { font-size: 1.5rem; margin-bottom: .2rem; } h2 { font-size: 1.1rem; margin-t
 .card b { display: block; font-size: 1.3rem; }
 .table { overflow-x: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
-th, td { padding: .25rem .45rem; border-bottom: 1px solid #e4e7eb; text-align: left; }
-th { vertical-align: bottom; }
-td { overflow-wrap: anywhere; } td.n, td:last-child { white-space: nowrap; overflow-wrap: normal; }
-td.name { max-width: 16rem; } td.name code { white-space: nowrap; }
+th, td { padding: .25rem .35rem; border-bottom: 1px solid #e4e7eb; text-align: left; }
+th { vertical-align: bottom; font-weight: 600; font-size: 12px; }
+td { overflow-wrap: anywhere; } td.n { white-space: nowrap; overflow-wrap: normal; }
+td:last-child { overflow-wrap: normal; min-width: 5.5rem; }
+td.name { min-width: 7.5rem; max-width: 14rem; } td.name code { overflow-wrap: anywhere; }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 code { font-size: 11px; color: #52606d; }
 svg { width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #52606d; }
@@ -267,7 +301,7 @@ def render_html(report: Report) -> str:
         "</head>",
         "<body>",
         f"<h1>memora_pg report: {_e(_scope(report))}</h1>",
-        f'<p class="muted">generated {_e(_when(report.generated_at))} UTC</p>',
+        f'<p class="muted">{_identity(report)}generated {_e(_when(report.generated_at))} UTC</p>',
         '<section class="cards">',
         *(f'<div class="card">{_e(name)}<b>{_e(value)}</b></div>' for name, value in cards),
         "</section>",
@@ -285,6 +319,10 @@ def render_html(report: Report) -> str:
         "</html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def _identity(report: Report) -> str:
+    return f"id <code>{_e(report.org_id)}</code> · " if report.org_id is not None else ""
 
 
 def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Sequence[bool]) -> str:
@@ -426,9 +464,11 @@ def _period_chart(
 
 
 def _rates_svg(agents: Sequence[AgentActivity], *, with_org: bool) -> str:
-    """A horizontal bar per agent: the share of its memories that a newer version has superseded."""
+    """A horizontal bar per agent with memories: the share of them that a newer version has superseded (an
+    agent without memories has no rate, so no bar)."""
+    agents = [agent for agent in agents if agent.contradiction_rate is not None]
     if not agents:
-        return '<p class="muted">No agents with memories or interactions.</p>'
+        return '<p class="muted">No agents with memories yet.</p>'
     width, row_h, label_w, value_w, top, axis_h = 720, 24, 230, 150, 6, 20
     bar_room = width - label_w - value_w
     height = top + row_h * len(agents) + axis_h
@@ -441,8 +481,8 @@ def _rates_svg(agents: Sequence[AgentActivity], *, with_org: bool) -> str:
     )
     rows = []
     for i, agent in enumerate(agents):
-        y, rate = top + i * row_h, agent.contradiction_rate
-        name = agent.agent_label if agent.agent_label is not None else f"(deleted) {agent.agent_id}"
+        y, rate = top + i * row_h, agent.contradiction_rate or 0.0
+        name = agent.agent_label if agent.agent_label is not None else f"{_agent_name(agent)} {agent.agent_id}".strip()
         if with_org:
             name = f"{name} · {agent.org_name}"
         shown = name if len(name) <= 34 else name[:33] + "…"

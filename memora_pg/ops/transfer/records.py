@@ -393,13 +393,7 @@ async def schema_state(conn: Connection, database: Database) -> tuple[str, int]:
             "Row-level security applies to this database role, so it would not see or write every row: "
             "export and import as the tables' owner or a role with BYPASSRLS."
         )
-    revision = await migrations.current_revision(conn, database.schema)
-    head = migrations.head_revision()
-    if revision != head:
-        raise ConfigurationError(
-            f"The schema {database.schema!r} is at revision {revision or 'none'}, not at {head}: "
-            "migrate it to head first (setup() or 'alembic upgrade head')."
-        )
+    revision = await migrations.require_head(conn, database.schema)
     dimensions = await catalog.vector_dimensions(conn, database.schema)
     assert dimensions is not None  # the schema is at head, so the column exists
     return revision, dimensions
