@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy import (
@@ -43,7 +43,6 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from memora_pg import vector_params
 from memora_pg.config import SearchMode, Settings
-from memora_pg.db import Database
 from memora_pg.driver import Row
 from memora_pg.embeddings import calibration
 from memora_pg.embeddings.base import Embedder
@@ -348,8 +347,24 @@ def _sized_by(shape: tuple[Any, ...]) -> str | None:
     return "user_id" if user else "org_id"
 
 
+class Runner(Protocol):
+    """What a search runs on: a face's ``Database``, as the data layer sees it (the layer below the faces
+    names no face's class)."""
+
+    settings: Settings
+
+    @property
+    def schema(self) -> str: ...
+
+    async def citus(self) -> bool: ...
+
+    async def execute_one(
+        self, statement: Statement, *, read_only: bool = False, org_id: str | None = None, writes: bool | None = None
+    ) -> Sequence[Row]: ...
+
+
 async def find(
-    database: Database,
+    database: Runner,
     corpus: nearest.Corpus,
     *,
     org_id: str,

@@ -15,36 +15,12 @@ from datetime import datetime, timezone
 from memora_pg.db import Database
 from memora_pg.driver import Row
 from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.graph import access_tokens
 from memora_pg.ids import new_short_id
-from memora_pg.statements import Statement
 
 PREFIX = "mpg_"
 # Longer than any organization or user id memora_pg accepts elsewhere would be a typo, not a name.
 MAX_ID_LENGTH = 200
-
-MINT = """
-INSERT INTO {schema}.access_tokens (token_id, token_hash, org_id, user_id, token_name)
-VALUES (:token_id, :token_hash, :org_id, :user_id, :token_name)
-RETURNING token_id, org_id, user_id, token_name, created_at, revoked_at
-"""
-
-LIST = """
-SELECT token_id, org_id, user_id, token_name, created_at, revoked_at
-FROM {schema}.access_tokens
-WHERE CAST(:org_id AS text) IS NULL OR org_id = :org_id
-ORDER BY created_at, token_id
-"""
-
-REVOKE = """
-UPDATE {schema}.access_tokens SET revoked_at = coalesce(revoked_at, CAST(:now AS timestamptz))
-WHERE token_id = :token_id
-RETURNING token_id, org_id, user_id, token_name, created_at, revoked_at
-"""
-
-BEARER = """
-SELECT token_id, org_id, user_id FROM {schema}.access_tokens
-WHERE token_hash = :token_hash AND revoked_at IS NULL
-"""
 
 
 @dataclass(frozen=True)
@@ -90,27 +66,22 @@ async def mint(database: Database, *, org_id: str, user_id: str | None = None, n
     if "\x00" in name:
         raise InvalidInputError("a token's name cannot contain NUL")
     token = PREFIX + secrets.token_urlsafe(32)
-    params = {
-        "token_id": new_short_id(),
-        "token_hash": digest(token),
-        "org_id": org_id,
-        "user_id": user_id,
-        "token_name": name,
-    }
-    rows = await database.execute_one(Statement(MINT, params))
+    statement = access_tokens.mint(
+        token_id=new_short_id(), token_hash=digest(token), org_id=org_id, user_id=user_id, name=name
+    )
+    rows = await database.execute_one(statement)
     return token, _info(rows[0])
 
 
 async def listed(database: Database, *, org_id: str | None = None) -> list[TokenInfo]:
     """Every token (of ``org_id`` when given), revoked ones included, oldest first."""
-    rows = await database.execute_one(Statement(LIST, {"org_id": org_id}), writes=False)
+    rows = await database.execute_one(access_tokens.listing(org_id=org_id), writes=False)
     return [_info(row) for row in rows]
 
 
 async def revoke(database: Database, token_id: str) -> TokenInfo:
     """Revoke a token by its id (from :func:`listed`); revoking it again changes nothing."""
-    # The time is a parameter: Citus refuses now() inside COALESCE in an UPDATE of a reference table.
-    rows = await database.execute_one(Statement(REVOKE, {"token_id": token_id, "now": datetime.now(timezone.utc)}))
+    rows = await database.execute_one(access_tokens.revoking(token_id=token_id, now=datetime.now(timezone.utc)))
     if not rows:
         raise NotFoundError(f"no access token with id {token_id!r}")
     return _info(rows[0])
@@ -120,5 +91,5 @@ async def bearer(database: Database, token: str) -> Bearer | None:
     """Whom ``token`` speaks for, or None when it is unknown or revoked."""
     if not token.startswith(PREFIX) or len(token) > 200:
         return None
-    rows = await database.execute_one(Statement(BEARER, {"token_hash": digest(token)}), writes=False)
+    rows = await database.execute_one(access_tokens.holder(token_hash=digest(token)), writes=False)
     return Bearer(rows[0].token_id, rows[0].org_id, rows[0].user_id) if rows else None

@@ -26,11 +26,11 @@ from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
 from memora_pg.graph import audit, history, memories, orgs, saves, search
-from memora_pg.graph import filters as filter_language
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
 from memora_pg.mem0 import changes, inference
+from memora_pg.mem0 import filters as filter_language
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 from memora_pg.mem0.llm import LLMReranker, OpenAILLM, Reranker

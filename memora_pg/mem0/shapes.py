@@ -14,11 +14,11 @@ from typing import Any, Literal
 from sqlalchemy import ColumnElement, and_, true
 
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph import filters as filter_language
 from memora_pg.graph import search, timeline
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
 from memora_pg.ids import parse_memory_id
+from memora_pg.mem0 import filters as filter_language
 from memora_pg.mem0.errors import DuragValidationError, MemoryNotFoundError
 
 NO_USER = ""

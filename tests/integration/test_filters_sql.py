@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from memora_pg.graph.filters import compile_filters
+from memora_pg.mem0.filters import compile_filters
 from memora_pg.schema import memories, organizations, users
 from tests.conftest import TEST_SCHEMA
 

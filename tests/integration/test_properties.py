@@ -30,8 +30,8 @@ from memora_pg import (
     Settings,
 )
 from memora_pg.embeddings import HashEmbedder
-from memora_pg.graph.filters import compile_filters
 from memora_pg.mem0 import AsyncMemory, DuragValidationError
+from memora_pg.mem0.filters import compile_filters
 from tests.integration.helpers import World, world
 
 INJECTIONS = [

@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import Settings
 from memora_pg.graph import memories, search, versions
-from memora_pg.graph.filters import compile_filters
 from memora_pg.graph.search import nearest_statement, query_vectors
+from memora_pg.mem0.filters import compile_filters
 from memora_pg.schema import memories as memories_table
 from memora_pg.statements import Statement
 from tests.conftest import _create_database, _drop_database

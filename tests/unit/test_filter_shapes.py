@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memora_pg.graph import search
-from memora_pg.graph.filters import compile_filters
+from memora_pg.mem0.filters import compile_filters
 
 
 def test_same_shape_other_values_share_the_statement() -> None:

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from sqlalchemy.dialects.postgresql import asyncpg, psycopg
 
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph.filters import (
+from memora_pg.mem0.errors import DuragValidationError
+from memora_pg.mem0.filters import (
     MAX_CONDITIONS,
     MAX_DEPTH,
     compile_filters,
@@ -20,7 +21,6 @@ from memora_pg.graph.filters import (
     numeric_string,
     uses_user_scope,
 )
-from memora_pg.mem0.errors import DuragValidationError
 
 # Named parameters (%(name)s) keep the expected SQL readable; production runs asyncpg.
 DIALECT = psycopg.dialect()
