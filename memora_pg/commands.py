@@ -23,23 +23,21 @@ if TYPE_CHECKING:
 # -- helpers ------------------------------------------------------------------------------------
 
 
+# The options that set a setting (option, setting): given, they win over the environment.
+OPTION_SETTINGS = (
+    ("database_url", "database_url"),
+    ("schema", "db_schema"),
+    ("postgres_version", "embedded_postgres_version"),
+    ("data_dir", "embedded_data_dir"),
+    ("allowed_host", "mcp_allowed_hosts"),
+    ("allowed_origin", "mcp_allowed_origins"),
+    ("public_url", "mcp_public_url"),
+)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides: dict[str, Any] = {}
-    if getattr(args, "database_url", None):
-        overrides["database_url"] = args.database_url
-    if getattr(args, "schema", None):
-        overrides["db_schema"] = args.schema
-    if getattr(args, "postgres_version", None):
-        overrides["embedded_postgres_version"] = args.postgres_version
-    if getattr(args, "data_dir", None):
-        overrides["embedded_data_dir"] = Path(args.data_dir)
-    if getattr(args, "allowed_host", None):
-        overrides["mcp_allowed_hosts"] = args.allowed_host
-    if getattr(args, "allowed_origin", None):
-        overrides["mcp_allowed_origins"] = args.allowed_origin
-    if getattr(args, "public_url", None):
-        overrides["mcp_public_url"] = args.public_url
-    return Settings(**overrides)
+    given = {setting: getattr(args, option, None) for option, setting in OPTION_SETTINGS}
+    return Settings(**{setting: value for setting, value in given.items() if value})
 
 
 def _run(call: Coroutine[Any, Any, int]) -> int:

@@ -17,34 +17,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memora_pg import MemoriesAndInteraction, MemoryToStore, PostgresGraphDB
+from memora_pg import PostgresGraphDB
 from memora_pg.autogen import PostgresMemory
 from memora_pg.mem0 import AsyncMemory
+from tests.integration.helpers import chat, payload, world
 
 
 async def _names() -> dict[str, Any]:
     graph = PostgresGraphDB()
-    org = await graph.create_organization("Acme")
-    user = await graph.create_user(org.org_id, "Jake")
-    agent = await graph.create_agent(org.org_id, "Coach", user_id=user.user_id)
-    await graph.save_interaction_with_memories(
-        org.org_id,
-        agent.agent_id,
-        user.user_id,
-        MemoriesAndInteraction(
-            interaction=[{"role": "user", "content": "I live in Lisbon"}],
-            memories=[MemoryToStore(memory=f"user_{user.user_id} lives in Lisbon", source_msg_block_pos=[0])],
-        ),
-    )
-    (stored,) = await graph.get_all_user_memories(org.org_id, user.user_id)
+    w = await world(graph)
+    lisbon = payload(chat("I live in Lisbon"), [(f"user_{w.user_id} lives in Lisbon", [0])])
+    await graph.save_interaction_with_memories(w.org_id, w.agent_id, w.user_id, lisbon)
+    (stored,) = await graph.get_all_user_memories(w.org_id, w.user_id)
     names: dict[str, Any] = {
         "graph": graph,
         "vector_db": graph.get_associated_vector_db(),
-        "org_id": org.org_id,
-        "user_id": user.user_id,
-        "agent_id": agent.agent_id,
+        "org_id": w.org_id,
+        "user_id": w.user_id,
+        "agent_id": w.agent_id,
         "memory_id": stored.memory_id,
-        "ids": [{"memory_id": stored.memory_id, "user_id": user.user_id, "org_id": org.org_id}],
+        "ids": [{"memory_id": stored.memory_id, "user_id": w.user_id, "org_id": w.org_id}],
         "memory": AsyncMemory(),
         "notes": PostgresMemory("notes"),
     }

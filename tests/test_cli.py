@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from memora_pg import Settings, commands, embedded, migrations
 from memora_pg.cli import EXAMPLES, build_parser, main
+from tests.integration.helpers import scalar_at
 
 COMMANDS = sorted(EXAMPLES)
 
@@ -353,19 +354,10 @@ def test_the_progress_bar_ends_its_line_even_when_the_command_fails() -> None:
 
 async def _relations(url: str, schema: str = "memora") -> int:
     """How many tables, views and sequences ``schema`` holds (0 when it does not exist)."""
-    engine = create_async_engine(url)
-    try:
-        async with engine.connect() as conn:
-            found = await conn.scalar(
-                text(
-                    "SELECT count(*) FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
-                    " WHERE n.nspname = :schema"
-                ),
-                {"schema": schema},
-            )
-            return int(found or 0)
-    finally:
-        await engine.dispose()
+    sql = (
+        "SELECT count(*) FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace WHERE n.nspname = :schema"
+    )
+    return int(await scalar_at(url, sql, schema=schema) or 0)
 
 
 READING = [

@@ -33,6 +33,16 @@ async def world(graph: PostgresGraphDB, user_name: str = "Jake", agent_label: st
     return World(org.org_id, user.user_id, agent.agent_id)
 
 
+async def scalar_at(url: str, sql: str, **params: Any) -> Any:
+    """One value, read on an engine of its own (a test's look at a database it does not otherwise hold)."""
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.scalar(text(sql), params)
+    finally:
+        await engine.dispose()
+
+
 def chat(*contents: str) -> list[dict[str, str]]:
     """Alternating user/assistant messages."""
     return [{"role": "user" if i % 2 == 0 else "assistant", "content": c} for i, c in enumerate(contents)]
