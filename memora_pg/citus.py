@@ -64,6 +64,32 @@ DISTRIBUTE_WRITE_FUNCTIONS = (
 )
 
 
+# Whether the schema is distributed is decided by what the database holds (is its tenant table distributed?),
+# not by whether Citus is installed: a migration that must also distribute what it creates runs its
+# statements only then.
+_IF_DISTRIBUTED = """
+DO $$
+DECLARE
+    distributed boolean := false;{declarations}
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = to_regclass($1))'
+            INTO distributed USING '"{schema}".organizations';
+    END IF;
+    IF distributed THEN
+{statements}
+    END IF;
+END $$
+"""
+
+
+def if_distributed(schema: str, statements: str, *, declarations: str = "") -> str:
+    """One PL/pgSQL block that runs ``statements`` (PL/pgSQL, indented as they should read) only when the
+    schema's tables are distributed by Citus; ``declarations`` are the variables they use."""
+    declared = "".join(f"\n    {line}" for line in declarations.splitlines() if line.strip())
+    return render(_IF_DISTRIBUTED, schema=schema, declarations=declared, statements=statements.rstrip("\n"))
+
+
 def distribution_sql(schema: str, app_role: str | None = None) -> str:
     """The statements that distribute a migrated schema on a Citus coordinator, one per line.
 

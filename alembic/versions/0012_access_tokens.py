@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 
 from alembic import op
+from memora_pg.citus import if_distributed
 from memora_pg.migrations import options
 from memora_pg.sql_text import render
 
@@ -56,20 +57,9 @@ BEGIN
 END $$
 """
 
-# Decided by what the database holds (is the tenant table distributed?), not by whether Citus is installed.
-REFERENCE_ON_CITUS = """
-DO $$
-DECLARE
-    distributed boolean := false;
-BEGIN
-    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
-        EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = to_regclass($1))'
-            INTO distributed USING '"{schema}".organizations';
-    END IF;
-    IF distributed THEN
+# On a distributed schema the tokens are a reference table (memora_pg.citus.if_distributed decides).
+REFERENCE_ON_CITUS = """\
         PERFORM create_reference_table('"{schema}".access_tokens');
-    END IF;
-END $$
 """
 
 
@@ -91,7 +81,7 @@ def upgrade() -> None:
     op.execute(f'ALTER TABLE "{schema}".access_tokens ENABLE ROW LEVEL SECURITY')
     op.execute(f'CREATE POLICY token_lookup ON "{schema}".access_tokens FOR SELECT USING (true)')
     op.execute(render(READERS_TOO, schema=schema))
-    op.execute(render(REFERENCE_ON_CITUS, schema=schema))
+    op.execute(if_distributed(schema, render(REFERENCE_ON_CITUS, schema=schema)))
 
 
 def downgrade() -> None:

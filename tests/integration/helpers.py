@@ -17,6 +17,7 @@ from sqlalchemy.sql.elements import ClauseElement
 from memora_pg import ContraryMemoryToStore, MemoriesAndInteraction, MemoryToStore, PostgresGraphDB, vector_params
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.migrations import MigrationOptions, upgrade
+from memora_pg.sql import current_sources
 
 
 @dataclass
@@ -138,15 +139,9 @@ async def with_vector_codec(conn: AsyncConnection) -> None:
     await vector_params.register(raw)
 
 
-# The schema's write functions (migration 0016), each distributed by the organization on Citus.
-WRITE_FUNCTIONS = (
-    "add_memories",
-    "append_messages",
-    "clock_superseded",
-    "record_history",
-    "save_interaction",
-    "write_memories",
-)
+# The schema's write functions (migration 0016, their sources in memora_pg/sql/functions), by name, each
+# distributed by the organization on Citus.
+WRITE_FUNCTIONS = tuple(current_sources())
 
 
 class Recording(HashEmbedder):
