@@ -93,8 +93,11 @@ class MemoraContextProvider(ContextProvider):
     async def after_run(
         self, *, agent: SupportsAgentRun, session: AgentSession, context: SessionContext, state: dict[str, Any]
     ) -> None:
-        response = context.response.messages if context.response is not None and self.infer else []
-        turn = [m for m in _texts([*context.input_messages, *response]) if self.infer or m["role"] == "user"]
+        if self.infer:
+            response = context.response.messages if context.response is not None else []
+            turn = _texts([*context.input_messages, *response])
+        else:
+            turn = [message for message in _texts(context.input_messages) if message["role"] == "user"]
         if turn:
             await self.memory.add(
                 turn, user_id=self.user_id, agent_id=self.agent_id, run_id=context.session_id, infer=self.infer

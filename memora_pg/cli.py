@@ -345,9 +345,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_unless_verbose(args.verbose)
     try:
         code: int = args.func(args)
-    except SettingsError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     except ValidationError as error:
         if error.title != Settings.__name__:
             raise
@@ -355,14 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in problems(error):
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except SchemaNotMigratedError as error:
-        # The database named is not one this command can use as it stands: like a bad argument, the
-        # fix is in how it was called (upgrade first, or point at the right database), so exit 2.
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     except MemoraPGError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
+        # A misspelt setting, or a database this command cannot use as it stands (upgrade it first, or
+        # name the right one): like a bad argument, fixed in how the command was called.
+        return 2 if isinstance(error, SettingsError | SchemaNotMigratedError) else 1
     return code
 
 

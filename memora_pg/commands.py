@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from memora_pg import driver, embedded
 from memora_pg.config import Settings
-from memora_pg.errors import SchemaNotMigratedError, SettingsError
+from memora_pg.errors import MemoraPGError, SchemaNotMigratedError, SettingsError
 
 if TYPE_CHECKING:
     from memora_pg.db import Database
@@ -56,24 +56,27 @@ async def _database(
     says so on stderr; a new database's vector columns get ``dimensions`` (default: the settings'; a
     callable is called only when the migration runs, as an embedder may have to ask its endpoint).
     """
+    from memora_pg import migrations
     from memora_pg.db import Database
 
     async with Database(settings=_settings(args)) as database:
-        revision, head = await _revisions(database)
-        if revision != head:
+        try:
+            async with database.transaction(read_only=True) as conn:
+                await migrations.require_head(conn, database.schema)
+        except SchemaNotMigratedError as behind:
             if not migrate:
-                raise SchemaNotMigratedError(database.schema, revision, head)
-            _say(f"migrating the schema {database.schema!r} from revision {revision or 'none'} to {head}")
+                raise
+            _say(f"migrating the schema {database.schema!r} from revision {behind.revision or 'none'} to {behind.head}")
             await database.migrate(dimensions() if callable(dimensions) else dimensions)
         yield database
 
 
-async def _revisions(database: Database) -> tuple[str | None, str]:
-    """The schema's revision (None before the first migration) and the head revision."""
+async def _revision(database: Database) -> str | None:
+    """The schema's revision (None before the first migration)."""
     from memora_pg import migrations
 
     async with database.transaction(read_only=True) as conn:
-        return await migrations.current_revision(conn, database.schema), migrations.head_revision()
+        return await migrations.current_revision(conn, database.schema)
 
 
 def _say(message: str) -> None:
@@ -508,14 +511,20 @@ def _import_from(args: argparse.Namespace) -> int:
     # target to head, once the source answers (the importer's target_ready), and that is said when done;
     # a dry run writes nothing, and into a target without the schema every row would be new.
     async def go() -> int:
-        async with _database(args) if args.verify else Database(settings=_settings(args)) as database:
-            before, _ = await _revisions(database)
+        if args.verify:
+            async with _database(args) as database:
+                return await imported(database)
+        async with Database(settings=_settings(args)) as database:
+            before = await _revision(database)
             try:
                 return await imported(database)
             finally:
-                after, _ = await _revisions(database)
-                if after != before:
-                    _say(f"migrated the schema {database.schema!r} from revision {before or 'none'} to {after}")
+                # Said even when the import failed after migrating; a failure to read it never hides the
+                # import's own error.
+                with contextlib.suppress(MemoraPGError):
+                    after = await _revision(database)
+                    if after != before:
+                        _say(f"migrated the schema {database.schema!r} from revision {before or 'none'} to {after}")
 
     async def imported(database: Database) -> int:
         if args.verify:

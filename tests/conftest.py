@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from memora_pg import PostgresGraphDB, Settings, migrations
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.engine import asyncpg_url
+from tests.fake_openai import FakeOpenAIServer
 
 TEST_SCHEMA = "memora"
 
@@ -131,3 +132,13 @@ async def fresh_database(server_url: str) -> AsyncIterator[str]:
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+def snippet_openai() -> Iterator[FakeOpenAIServer]:
+    """OpenAI's endpoint for the docs' snippets that name a model (tests/doc_snippets.py): 1536-dimensional
+    embeddings, as text-embedding-3-small's, and a model that finds one fact in every conversation."""
+    with FakeOpenAIServer(1536) as server:
+        answer = {"facts": ["Is vegetarian"], "memory": [{"id": "0", "text": "Is vegetarian", "event": "ADD"}]}
+        server.script_chat(*[answer] * 20)
+        yield server

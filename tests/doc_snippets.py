@@ -14,11 +14,8 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from tests.fake_openai import FakeOpenAIServer
 
@@ -88,16 +85,6 @@ def commands(blocks: list[Snippet] | None = None) -> list[Command]:
             if words or assigned:
                 found.append(Command(snippet, words, assigned))
     return found
-
-
-@pytest.fixture
-def openai() -> Iterator[FakeOpenAIServer]:
-    """OpenAI's endpoint for the snippets that name a model: 1536-dimensional embeddings, as
-    text-embedding-3-small's, and a model that finds one fact in every conversation."""
-    with FakeOpenAIServer(1536) as server:
-        answer = {"facts": ["Is vegetarian"], "memory": [{"id": "0", "text": "Is vegetarian", "event": "ADD"}]}
-        server.script_chat(*[answer] * 20)
-        yield server
 
 
 def run_snippet(snippet: Snippet, database_url: str, openai: FakeOpenAIServer, workdir: Path) -> str:

@@ -15,10 +15,8 @@ from alembic.config import CommandLine
 
 from memora_pg.cli import build_parser
 from memora_pg.config import environment_names
-from tests.doc_snippets import ROOT, Command, Snippet, commands, openai, run_snippet, snippets
+from tests.doc_snippets import ROOT, Command, Snippet, commands, run_snippet, snippets
 from tests.fake_openai import FakeOpenAIServer
-
-__all__ = ["openai"]  # a fixture
 
 # The snippets of the upstream Memora agent run in its environment: tests/upstream/test_readme.py.
 PYTHON = [snippet for snippet in snippets("python") if not snippet.needs_memora]
@@ -27,10 +25,10 @@ PYTHON = [snippet for snippet in snippets("python") if not snippet.needs_memora]
 @pytest.mark.slow
 @pytest.mark.parametrize("snippet", PYTHON, ids=lambda snippet: snippet.name)
 def test_every_python_snippet_runs(
-    snippet: Snippet, fresh_database: str, openai: FakeOpenAIServer, tmp_path: Path
+    snippet: Snippet, fresh_database: str, snippet_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """It runs, and prints what its comments say it prints (``print(x)  # what``)."""
-    out = run_snippet(snippet, fresh_database, openai, tmp_path)
+    out = run_snippet(snippet, fresh_database, snippet_openai, tmp_path)
     for said in _PRINTS.findall(snippet.code):
         assert said in out, f"{snippet.name} prints {out!r}, not {said!r}"
 

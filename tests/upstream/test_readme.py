@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.doc_snippets import Snippet, openai, run_snippet, snippets
+from tests.doc_snippets import Snippet, run_snippet, snippets
 from tests.fake_openai import FakeOpenAIServer
 
 pytest.importorskip("memora", reason="runs in the memora-core environment (make test)")
 
-__all__ = ["openai"]  # a fixture
 
 MEMORA = [snippet for snippet in snippets("python") if snippet.needs_memora]
 
@@ -22,6 +21,6 @@ def test_the_readme_shows_the_agent() -> None:
 
 @pytest.mark.parametrize("snippet", MEMORA, ids=lambda snippet: snippet.name)
 def test_every_snippet_of_the_agent_runs(
-    snippet: Snippet, fresh_database: str, openai: FakeOpenAIServer, tmp_path: Path
+    snippet: Snippet, fresh_database: str, snippet_openai: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    run_snippet(snippet, fresh_database, openai, tmp_path)
+    run_snippet(snippet, fresh_database, snippet_openai, tmp_path)

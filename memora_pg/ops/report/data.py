@@ -171,14 +171,16 @@ SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organization
        (SELECT count(*) FROM {schema}.agents {where_org}) AS registered_agents,
        (SELECT count(*) FROM {schema}.interactions {where_org}) AS interactions,
        (SELECT count(*) FROM {schema}.messages {where_org}) AS messages,
-       (SELECT count(*) FROM {schema}.memories {where_org}) AS memories,
-       (SELECT count(*) FILTER (WHERE interaction_id IS NULL) FROM {schema}.memories {where_org})
-           AS standalone_memories,
+       stored.memories, stored.standalone_memories,
        (SELECT count(*) FROM {schema}.current_memories {where_org}) AS current_memories,
        (SELECT count(*) FILTER (WHERE reason = 'no_sources') FROM {schema}.orphaned_memories {where_org})
            AS orphaned_memories,
        (SELECT count(*) FROM {schema}.autogen_contents {where_org}) AS autogen_entries,
        to_regclass('{schema}.memory_timeline') IS NOT NULL AS has_timeline
+FROM (
+    SELECT count(*) AS memories, count(*) FILTER (WHERE interaction_id IS NULL) AS standalone_memories
+    FROM {schema}.memories {where_org}
+) AS stored
 """
 
 # Every user, those without memories too, counts in the spread; the busiest have the most memories.
