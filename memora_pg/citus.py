@@ -22,7 +22,7 @@ from sqlalchemy import text
 from memora_pg import schema as tables
 from memora_pg.driver import Connection
 from memora_pg.errors import ConfigurationError
-from memora_pg.sql_text import render
+from memora_pg.sql_text import literal, qualified, render
 
 DISTRIBUTION_COLUMN = "org_id"
 # The table every other one is co-located with: the tenant itself.
@@ -74,7 +74,7 @@ DECLARE
 BEGIN
     IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition WHERE logicalrelid = to_regclass($1))'
-            INTO distributed USING '"{schema}".organizations';
+            INTO distributed USING {anchor};
     END IF;
     IF distributed THEN
 {statements}
@@ -87,7 +87,26 @@ def if_distributed(schema: str, statements: str, *, declarations: str = "") -> s
     """One PL/pgSQL block that runs ``statements`` (PL/pgSQL, indented as they should read) only when the
     schema's tables are distributed by Citus; ``declarations`` are the variables they use."""
     declared = "".join(f"\n    {line}" for line in declarations.splitlines() if line.strip())
-    return render(_IF_DISTRIBUTED, schema=schema, declarations=declared, statements=statements.rstrip("\n"))
+    anchor = literal(qualified(schema, ANCHOR))
+    return render(_IF_DISTRIBUTED, anchor=anchor, declarations=declared, statements=statements.rstrip("\n"))
+
+
+_SCRIPT_HEAD = """\
+-- memora_pg on Citus: run once on the coordinator, after the migrations of schema {schema}.
+-- Every table is distributed by {column} and co-located with {schema}.{anchor}, so each
+-- organization's rows, foreign keys and joins stay on one shard; alembic's version table and
+-- the MCP server's access tokens become reference tables, readable on every node."""
+_DISTRIBUTE_ANCHOR = "SELECT create_distributed_table('{schema}.{anchor}', '{column}');"
+_DISTRIBUTE = "SELECT create_distributed_table('{schema}.{table}', '{column}', colocate_with => '{schema}.{anchor}');"
+_REFERENCE = (
+    "SELECT create_reference_table(to_regclass('{schema}.{table}')) WHERE to_regclass('{schema}.{table}') IS NOT NULL;"
+)
+_GRANTS = """\
+-- The application role {role} (not the tables' owner, so row-level security applies to it):
+-- Citus propagates these grants to the shards on every worker.
+GRANT USAGE ON SCHEMA {schema} TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role};
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role};"""
 
 
 def distribution_sql(schema: str, app_role: str | None = None) -> str:
@@ -100,22 +119,12 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
     """
     if not _IDENTIFIER.match(schema):
         raise ConfigurationError(f"{schema!r} is not a plain lower-case SQL identifier")
-    lines = [
-        f"-- memora_pg on Citus: run once on the coordinator, after the migrations of schema {schema}.",
-        f"-- Every table is distributed by {DISTRIBUTION_COLUMN} and co-located with {schema}.{ANCHOR}, so each",
-        "-- organization's rows, foreign keys and joins stay on one shard; alembic's version table and",
-        "-- the MCP server's access tokens become reference tables, readable on every node.",
-        f"SELECT create_distributed_table('{schema}.{ANCHOR}', '{DISTRIBUTION_COLUMN}');",
-    ]
-    lines += [
-        f"SELECT create_distributed_table('{schema}.{name}', '{DISTRIBUTION_COLUMN}', "
-        f"colocate_with => '{schema}.{ANCHOR}');"
-        for name in distributed_tables()[1:]
-    ]
+    # The script names the schema bare (checked above to need no quotes), as a DBA reading it would.
+    parts = {"schema": schema, "anchor": ANCHOR, "column": DISTRIBUTION_COLUMN}
+    lines = [render(_SCRIPT_HEAD, **parts), render(_DISTRIBUTE_ANCHOR, **parts)]
+    lines += [render(_DISTRIBUTE, **parts, table=name) for name in distributed_tables()[1:]]
     # A table of a later revision than the schema's is left to its migration (0012 makes its own).
-    for name in REFERENCE_TABLES:
-        table = f"to_regclass('{schema}.{name}')"
-        lines.append(f"SELECT create_reference_table({table}) WHERE {table} IS NOT NULL;")
+    lines += [render(_REFERENCE, schema=schema, table=name) for name in REFERENCE_TABLES]
     lines += [
         "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",
         "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL (one line here).",
@@ -134,13 +143,7 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
     if app_role is not None:
         if not _IDENTIFIER.match(app_role):
             raise ConfigurationError(f"{app_role!r} is not a plain lower-case SQL identifier")
-        lines += [
-            f"-- The application role {app_role} (not the tables' owner, so row-level security applies to it):",
-            "-- Citus propagates these grants to the shards on every worker.",
-            f"GRANT USAGE ON SCHEMA {schema} TO {app_role};",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {app_role};",
-            f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {app_role};",
-        ]
+        lines.append(render(_GRANTS, schema=schema, role=app_role))
     return "\n".join(lines) + "\n"
 
 
@@ -263,11 +266,14 @@ WHERE n.nspname = :schema AND NOT t.tgisinternal
 """
 
 # All checks in one statement.
-_PROBLEMS = (
-    " UNION ALL ".join(
-        f"({check})" for check in (_TABLES_WITHOUT_TENANT, _KEYS_WITHOUT_TENANT, _FOREIGN_KEYS, _SEQUENCES, _CODE)
-    )
-    + " ORDER BY relation, rule, detail"
+_PROBLEMS = render(
+    "({tables}) UNION ALL ({keys}) UNION ALL ({foreign_keys}) UNION ALL ({sequences}) UNION ALL ({code})"
+    " ORDER BY relation, rule, detail",
+    tables=_TABLES_WITHOUT_TENANT,
+    keys=_KEYS_WITHOUT_TENANT,
+    foreign_keys=_FOREIGN_KEYS,
+    sequences=_SEQUENCES,
+    code=_CODE,
 )
 
 

@@ -37,6 +37,7 @@ from memora_pg.errors import (
     sent,
     sqlstate_of,
 )
+from memora_pg.sql_text import literal, render
 from memora_pg.statements import Statement
 
 T = TypeVar("T")
@@ -439,16 +440,10 @@ CITUS_PRESENT = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citu
 # On Citus, the tenant is a SET LOCAL, which the coordinator sends to every worker the transaction
 # uses once this is set (``memora-pg db distribute`` also sets it for the database).
 PROPAGATE_SET_LOCAL = "SET LOCAL citus.propagate_set_commands = 'local'"
-
-
-def quote_literal(value: str) -> str:
-    """``value`` as an SQL string literal: an escape string (E'...'), read the same whatever
-    standard_conforming_strings says."""
-    if "\x00" in value:
-        raise ValueError("an SQL literal cannot hold a NUL character")
-    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+# The tenant as Citus sees it; a SET takes no bind parameter, so the id is a quoted constant.
+SET_TENANT = "SET LOCAL memora.org_id = {org_id}"
 
 
 def tenant_set_local(org_id: str) -> str:
-    """The SET LOCAL naming the transaction's organization (a SET takes no bind parameter)."""
-    return f"SET LOCAL memora.org_id = {quote_literal(org_id)}"
+    """The SET LOCAL naming the transaction's organization."""
+    return render(SET_TENANT, org_id=literal(org_id))

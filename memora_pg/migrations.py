@@ -24,7 +24,11 @@ from memora_pg import config, driver
 from memora_pg import schema as tables
 from memora_pg.config import Settings
 from memora_pg.errors import SchemaNotMigratedError
+from memora_pg.sql_text import qualified, quoted, render
 from memora_pg.statements import in_schema
+
+# The schema every revision creates its objects in, made before the first one runs.
+CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def defer_index_build(schema: str, table: str) -> bool:
     if context.is_offline_mode():
         return False
     rows = op.get_bind().scalar(
-        text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": f'"{schema}".{table}'}
+        text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": qualified(schema, table)}
     )
     return bool(rows and rows > LARGE_TABLE_ROWS)
 
@@ -128,7 +132,9 @@ def _run_command(connection: Connection, options: MigrationOptions, name: str, r
 
 async def current_revision(conn: driver.Connection, schema: str) -> str | None:
     """The alembic revision the database is at, or None for a database without the schema."""
-    exists = await conn.scalar(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": f'"{schema}".alembic_version'})
+    exists = await conn.scalar(
+        text("SELECT to_regclass(:name) IS NOT NULL"), {"name": qualified(schema, "alembic_version")}
+    )
     if not exists:
         return None
     version: str | None = await conn.scalar(in_schema("SELECT version_num FROM {schema}.alembic_version", schema))
@@ -184,7 +190,7 @@ def run_env(context: EnvironmentContext) -> None:
                 url="postgresql://", literal_binds=True, dialect_opts={"paramstyle": "named"}, **configure
             )
         with context.begin_transaction():
-            context.execute(f'CREATE SCHEMA IF NOT EXISTS "{opts.schema}"')
+            context.execute(render(CREATE_SCHEMA, schema=quoted(opts.schema)))
             context.run_migrations()
 
     if context.is_offline_mode():

@@ -9,13 +9,18 @@ instead of running with a piece missing. What a part brings in is not read again
 ``{schema}`` is the one part that may stay open: it is where memora_pg's tables are, known only
 when the statement runs, and :mod:`memora_pg.driver` fills it then (quoted) with this
 same function. ``{}`` and ``{1,2}`` (a JSON object, an array literal) are not parts.
+
+Templates never quote: a part that is a name or a value is quoted here, by :func:`quoted` (an
+identifier), :func:`qualified` (a name in a schema) or :func:`literal` (a string constant), and given
+to :func:`render` as a part. These are memora_pg's only quoting functions; a value that can be bound
+is bound instead (a SET, a DDL statement and a name inside a function body cannot bind one).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["SCHEMA", "parts_of", "quoted", "render"]
+__all__ = ["SCHEMA", "literal", "parts_of", "qualified", "quoted", "render"]
 
 _PART = re.compile(r"\{([a-z_]+)\}")
 
@@ -40,7 +45,24 @@ def render(template: str, /, **parts: object) -> str:
 
 
 def quoted(identifier: str) -> str:
-    """A validated identifier (a schema or table name) as SQL writes it: in double quotes."""
-    if '"' in identifier or "\x00" in identifier:
+    """An identifier (a schema, table, column or index name) as SQL writes it: in double quotes, a
+    double quote inside doubled."""
+    if not identifier or "\x00" in identifier:
         raise ValueError(f"not a valid SQL identifier: {identifier!r}")
-    return f'"{identifier}"'
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def qualified(*names: str) -> str:
+    """A name in a schema (``qualified("memora", "memories")``), each part quoted."""
+    return ".".join(quoted(name) for name in names)
+
+
+def literal(value: str) -> str:
+    """``value`` as an SQL string constant, read the same whatever ``standard_conforming_strings``
+    says: a plain one, or an escape string (``E'...'``) when it holds a backslash."""
+    if "\x00" in value:
+        raise ValueError("an SQL string constant cannot hold a NUL character")
+    doubled = value.replace("'", "''")
+    if "\\" not in value:
+        return "'" + doubled + "'"
+    return "E'" + doubled.replace("\\", "\\\\") + "'"

@@ -38,7 +38,7 @@ from alembic import op
 from memora_pg.citus import if_distributed
 from memora_pg.migrations import options
 from memora_pg.sql import function_source
-from memora_pg.sql_text import render
+from memora_pg.sql_text import quoted, render
 
 revision: str = "0016"
 down_revision: str | None = "0015"
@@ -65,7 +65,7 @@ DISTRIBUTED_ON_CITUS = """\
 def upgrade() -> None:
     schema = options().schema
     for definition in FUNCTIONS.values():
-        op.execute(render(definition, schema=schema))
+        op.execute(render(definition, schema=quoted(schema)))
     signatures = ", ".join(f"'\"{schema}\".{name}'::regproc::oid::regprocedure" for name in FUNCTIONS)
     distribute = render(DISTRIBUTED_ON_CITUS, schema=schema, functions=signatures)
     op.execute(if_distributed(schema, distribute, declarations="written regprocedure;"))

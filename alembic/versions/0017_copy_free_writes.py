@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from alembic import op
 from memora_pg.migrations import options
 from memora_pg.sql import function_source
-from memora_pg.sql_text import render
+from memora_pg.sql_text import quoted, render
 
 revision: str = "0017"
 down_revision: str | None = "0016"
@@ -45,11 +45,11 @@ def upgrade() -> None:
     # new body to the workers).
     schema = options().schema
     for definition in FUNCTIONS.values():
-        op.execute(render(definition, schema=schema))
+        op.execute(render(definition, schema=quoted(schema)))
 
 
 def downgrade() -> None:
     schema = options().schema
     for name in NAMES:
         before = function_source(name, "0016")
-        op.execute(render(before.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1), schema=schema))
+        op.execute(render(before.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1), schema=quoted(schema)))

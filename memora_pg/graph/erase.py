@@ -39,13 +39,15 @@ SELECT
 """
 
 # What erasing one organization removes: every row of every table that carries its org_id.
-ORG_FOOTPRINT = (
-    "SELECT "
-    + ",\n       ".join(
+ORG_FOOTPRINT = render(
+    """
+SELECT {tables},
+       (SELECT count(*) FROM {schema}.memories WHERE org_id = :org_id AND embedding IS NOT NULL) AS vectors
+""",
+    tables=",\n       ".join(
         render("(SELECT count(*) FROM {schema}.{table} WHERE org_id = :org_id) AS {table}", table=table)
         for table in TENANT_TABLES
-    )
-    + ",\n       (SELECT count(*) FROM {schema}.memories WHERE org_id = :org_id AND embedding IS NOT NULL) AS vectors"
+    ),
 )
 
 

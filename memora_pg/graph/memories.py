@@ -245,7 +245,7 @@ def list_statement(agent: bool, clock: str | None) -> str:
         memory_columns=MEMORY_COLUMNS,
         with_names_and_sources=WITH_NAMES_AND_SOURCES,
         agent_condition="AND agent_id = :agent_id" if agent else "",
-        as_of_condition="" if clock is None else "AND " + timeline.current_at("listed", clock),
+        as_of_condition="" if clock is None else render("AND {current}", current=timeline.current_at("listed", clock)),
     )
 
 

@@ -12,11 +12,19 @@ from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.ops import indexes
 from memora_pg.schema import metadata
+from memora_pg.sql_text import qualified, quoted, render
 
 Status = Literal["ok", "warn", "fail"]
 
 MIN_SERVER = 140000
 ITERATIVE_SCANS = (0, 8, 0)
+
+# The plan of a user's listing, the read that most needs its index (any user: the plan is what matters).
+LISTING_PLAN = """
+EXPLAIN SELECT memory_id FROM {schema}.memories
+WHERE org_id = 'o' AND user_id = 'u'
+ORDER BY obtained_at DESC, seq DESC LIMIT 10
+"""
 
 
 @dataclass(frozen=True)
@@ -70,7 +78,11 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
     """Every check, in order; none of them writes."""
     schema = database.schema
     checks: list[Check] = []
-    names = {"schema": schema, "memories": f'"{schema}".memories', "hnsw": f'"{schema}".{indexes.HNSW_INDEX}'}
+    names = {
+        "schema": schema,
+        "memories": qualified(schema, "memories"),
+        "hnsw": qualified(schema, indexes.HNSW_INDEX),
+    }
     async with database.transaction() as conn:
         facts = await conn.one(text(FACTS), names)
         dimensions = await catalog.vector_dimensions(conn, schema)
@@ -82,13 +94,7 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         if facts.has_memories:
             # Is the user-scoped listing served by its index? (seq scans off: usable, whatever the table's size)
             await conn.execute(text("SET LOCAL enable_seqscan = off"))
-            rows = await conn.fetch(
-                text(
-                    f'EXPLAIN SELECT memory_id FROM "{schema}".memories '
-                    "WHERE org_id = 'o' AND user_id = 'u' "
-                    "ORDER BY obtained_at DESC, seq DESC LIMIT 10"
-                )
-            )
+            rows = await conn.fetch(text(render(LISTING_PLAN, schema=quoted(schema))))
             plan = "\n".join(r[0] for r in rows)
 
     version = facts.server_version_num

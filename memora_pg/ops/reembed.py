@@ -403,8 +403,7 @@ async def _try_switch(run: _Run) -> bool:
     try:
         async with run.database.transaction() as conn:
             await conn.execute(text(q.SET_LOCK_TIMEOUT))
-            tables = ", ".join("{schema}." + table.name for table in run.tables)
-            await conn.execute(q.statement(q.LOCK, tables=tables))
+            await conn.execute(q.statement(q.LOCK, tables=q.locked([table.name for table in run.tables])))
             if conn.on_citus:
                 await conn.execute(text(q.CITUS_TRIGGERS))
             if await _missing(conn, run):

@@ -4,10 +4,11 @@ when the statement runs."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memora_pg.sql_text import parts_of, render
+from memora_pg.sql_text import literal, parts_of, quoted, render
 
 # How long the switch waits for its table locks before it lets the application go on and tries again.
 LOCK_TIMEOUT = "5s"
@@ -115,8 +116,14 @@ MISSING = """
 SELECT EXISTS (SELECT 1 FROM {schema}.{table} WHERE {scope} AND embedding IS NOT NULL AND embedding_next IS NULL)
 """
 
-SET_LOCK_TIMEOUT = f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"
+SET_LOCK_TIMEOUT = render("SET LOCAL lock_timeout = {timeout}", timeout=literal(LOCK_TIMEOUT))
 LOCK = "LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"
+
+
+def locked(names: Sequence[str]) -> str:
+    """LOCK's part ``tables``: these tables of the schema (``{schema}`` still open)."""
+    return ", ".join(render("{schema}.{table}", table=quoted(name)) for name in names)
+
 
 DROP_INDEX = render("DROP INDEX IF EXISTS {schema}.{index}", index=HNSW_INDEX)
 DROP_OLD_COLUMN = "ALTER TABLE {schema}.{table} DROP COLUMN embedding"

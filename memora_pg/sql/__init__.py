@@ -1,7 +1,7 @@
 """The sources of memora_pg's server-side functions, one file per function and revision.
 
 ``functions/NAME.REVISION.sql`` is the text with which revision REVISION creates or replaces the function
-NAME (``{schema}`` filled in when it runs): a revision installs the version it names, and a later one that
+NAME (``{schema}`` filled in, quoted, when it runs): a revision installs the version it names, and a later one that
 changes the function adds a file of its own, so ``git diff`` between two versions shows the change. The
 newest file of each function is its current source; tests/integration/test_function_sources.py checks
 it against what a migrated database holds. A file, once a revision names it, is never edited: databases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memora_pg.sql_text import parts_of, quoted, render
+from memora_pg.sql_text import literal, parts_of, qualified, quoted, render
 
 
 def test_render_fills_each_part_once_and_leaves_the_schema_for_later() -> None:
@@ -37,7 +37,18 @@ def test_an_unknown_part_is_refused() -> None:
         render("SELECT * FROM t", own="AND true")
 
 
-def test_quoted_refuses_what_is_not_an_identifier() -> None:
+def test_quoted_doubles_a_quote_and_refuses_what_no_name_can_be() -> None:
     assert quoted("memora") == '"memora"'
-    with pytest.raises(ValueError, match="not a valid SQL identifier"):
-        quoted('a"b')
+    assert quoted('a"b') == '"a""b"'
+    assert qualified("memora", "my-collection") == '"memora"."my-collection"'
+    for name in ("", "a\x00b"):
+        with pytest.raises(ValueError, match="not a valid SQL identifier"):
+            quoted(name)
+
+
+def test_literal_is_plain_unless_it_holds_a_backslash() -> None:
+    assert literal("org-1") == "'org-1'"
+    assert literal("it's") == "'it''s'"
+    assert literal("a\\b") == "E'a\\\\b'"
+    with pytest.raises(ValueError, match="NUL"):
+        literal("a\x00")

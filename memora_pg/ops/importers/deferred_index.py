@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from memora_pg.db import Database
 from memora_pg.ops import indexes
-from memora_pg.sql_text import quoted, render
+from memora_pg.sql_text import literal, qualified, quoted, render
 
 MARK = "memora_pg: the HNSW index is deferred by an import (memora-pg import --from builds it at its end)"
 
@@ -32,7 +32,7 @@ async def defer(database: Database) -> bool:
     """Drop the HNSW index if the import may (see above); True when the import must build it at its end."""
     schema = quoted(database.schema)
     async with database.transaction() as conn:
-        if await conn.scalar(text(MARKED), {"table": f"{schema}.memories", "mark": MARK}):
+        if await conn.scalar(text(MARKED), {"table": qualified(database.schema, "memories"), "mark": MARK}):
             return True
     if (await indexes.state(database)).mode != "hnsw":
         return False
@@ -42,7 +42,7 @@ async def defer(database: Database) -> bool:
             await conn.execute(text(render(DROP, schema=schema, index=indexes.HNSW_INDEX)))
             if await conn.scalar(text(render(ANY_ROW, schema=schema))):
                 raise _NotEmpty
-            await conn.execute(text(render(COMMENT, schema=schema, comment="'" + MARK.replace("'", "''") + "'")))
+            await conn.execute(text(render(COMMENT, schema=schema, comment=literal(MARK))))
     except _NotEmpty:
         return False
     return True

@@ -35,19 +35,21 @@ from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.autogen_contents import canonical_json
 from memora_pg.ops.importers.source import (
+    COUNT,
     Counts,
     Refused,
     Snapshot,
     check_batch_size,
-    quoted,
     target_ready,
 )
 from memora_pg.ops.statistics import analyze_searched
-from memora_pg.sql_text import render
+from memora_pg.sql_text import qualified, render
 
 Progress = Callable[[int, int], None]
 ITEM_NAMESPACE = uuid.UUID("5f0c1a3e-8d2b-4c61-a7e4-3b9d0f2c6a18")
 JSON = "application/json"
+# The source's items, in the order of their keys (``{table}``: its store table, qualified).
+ITEMS = "SELECT prefix, key, value::text AS value, created_at, updated_at, expires_at FROM {table} ORDER BY prefix, key"
 
 
 @dataclass(frozen=True)
@@ -151,15 +153,12 @@ async def import_langgraph(
     check_batch_size(batch_size)
     done = ImportedItems()
     now = datetime.now(timezone.utc)
-    table = f"{quoted(source.schema)}.store"
+    table = qualified(source.schema, "store")
     async with Snapshot(source.url, table, what="LangGraph store") as snapshot:
         # Once the source answers, as for mem0: a source that cannot be read leaves the target as it was.
         migrated = await target_ready(database, embedder, dry_run=dry_run, table="autogen_contents")
-        total, seen = await snapshot.count(f"SELECT count(*) FROM {table}"), 0
-        query = (
-            "SELECT prefix, key, value::text AS value, created_at, updated_at, expires_at"
-            f" FROM {table} ORDER BY prefix, key"
-        )
+        total, seen = await snapshot.count(render(COUNT, table=table)), 0
+        query = render(ITEMS, table=table)
         async for rows in snapshot.batches(query, batch_size):
             batch: list[Item] = []
             for row in rows:

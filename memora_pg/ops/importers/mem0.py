@@ -35,9 +35,9 @@ from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundErro
 from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import deferred_index
 from memora_pg.ops.importers import mem0_records as records
-from memora_pg.ops.importers.source import Counts, Snapshot, check_batch_size, quoted, target_ready
+from memora_pg.ops.importers.source import COUNT, Counts, Snapshot, check_batch_size, target_ready
 from memora_pg.ops.statistics import analyze_searched
-from memora_pg.sql_text import render
+from memora_pg.sql_text import qualified, render
 
 Progress = Callable[[int, int], None]
 
@@ -46,6 +46,8 @@ IMPORTED_VERSION = "imported_version"
 # The cosine a kept vector must reach against the target embedder's own vector of the same text.
 SAME_MODEL = 0.98
 SAMPLE = 8
+# The collection's points in id order, each with its vector as text (``{vector}``) or NULL.
+POINTS = "SELECT id, {vector} AS vector, payload::text AS payload FROM {table} ORDER BY id"
 
 
 @dataclass(frozen=True)
@@ -85,12 +87,12 @@ class Collection(Snapshot):
     """The collection, in one read-only snapshot."""
 
     def __init__(self, source: Mem0Source) -> None:
-        self.table = f"{quoted(source.schema)}.{quoted(source.collection)}"
+        self.table = qualified(source.schema, source.collection)
         super().__init__(source.url, self.table, what="mem0 deployment")
 
     async def rows(self, batch_size: int, *, vectors: bool) -> AsyncIterator[list[asyncpg.Record]]:
         vector = "vector::text" if vectors else "NULL::text"
-        query = f"SELECT id, {vector} AS vector, payload::text AS payload FROM {self.table} ORDER BY id"
+        query = render(POINTS, vector=vector, table=self.table)
         async for batch in self.batches(query, batch_size):
             yield batch
 
@@ -268,7 +270,7 @@ async def import_mem0(
             # The target is brought to head once the source answers: a source that cannot be read
             # leaves the target as it was.
             migrated = await target_ready(database, embedder, dry_run=dry_run, table="memories")
-            total, seen = await snapshot.count(f"SELECT count(*) FROM {snapshot.table}"), 0
+            total, seen = await snapshot.count(render(COUNT, table=snapshot.table)), 0
             dimensions = await snapshot.dimensions(snapshot.table, "vector")
             compared = 0
             index_after = not dry_run and await deferred_index.defer(database)

@@ -17,10 +17,8 @@ from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundErro
 
 S = TypeVar("S", bound="Snapshot")
 
-
-def quoted(name: str) -> str:
-    """A SQL identifier, quoted."""
-    return '"' + name.replace('"', '""') + '"'
+# The rows of a source's table (a qualified name, quoted).
+COUNT = "SELECT count(*) FROM {table}"
 
 
 class Snapshot:

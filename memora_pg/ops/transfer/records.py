@@ -59,6 +59,7 @@ from memora_pg.schema import (
     organizations,
     users,
 )
+from memora_pg.sql_text import quoted, render
 
 FORMAT = "memora_pg_export"
 FORMAT_END = "memora_pg_export_end"
@@ -292,6 +293,19 @@ class Staged:
         return None if value is None or isinstance(value, Null) else json.dumps(value, allow_nan=False)
 
 
+# The staging table of a table whose rows need converting on the way in. A vector's text is kilobytes:
+# stored as it is, never compressed (pglz made the COPY of a memory's row several times slower), and in
+# the row while the row fits a page.
+CREATE_STAGING = "CREATE TEMPORARY TABLE {staging} ({definitions}) WITH (toast_tuple_target = 8160) ON COMMIT DROP"
+COLUMN = "{column} {type}"
+STORE_EXTERNAL = "ALTER TABLE {staging} {columns}"
+EXTERNAL = "ALTER COLUMN {column} SET STORAGE EXTERNAL"
+AS_VECTOR = "CAST({column} AS {type})"
+AS_SEARCH_TEXT = "{schema}.to_search_text({column})"
+# The staged rows into the table, converted.
+MOVE = "INSERT INTO {schema}.{table} ({columns}) SELECT {selected} FROM {staging}"
+
+
 @lru_cache(maxsize=32)
 def staged(table: Table, schema: str) -> Staged:
     """The COPY route of ``table`` in ``schema`` (a validated identifier)."""
@@ -304,19 +318,20 @@ def staged(table: Table, schema: str) -> Staged:
     name = f"memora_pg_import_{table.name}"
     definitions, selected, texts = [], [], []
     for field in fields:
-        column = field.column.name
+        column = quoted(field.column.name)
+        declared = field.column.type.compile(dialect=dialect)
         if field.kind in ("vector", "searchable"):
-            definitions.append(f'"{column}" text')
-            texts.append(column)
+            definitions.append(render(COLUMN, column=column, type="text"))
+            texts.append(render(EXTERNAL, column=column))
         else:
-            definitions.append(f'"{column}" {field.column.type.compile(dialect=dialect)}')
+            definitions.append(render(COLUMN, column=column, type=declared))
         if field.kind == "vector":
-            selected.append(f'CAST("{column}" AS {field.column.type.compile(dialect=dialect)})')
+            selected.append(render(AS_VECTOR, column=column, type=declared))
         elif field.kind == "searchable":
-            selected.append(f'"{schema}".to_search_text("{column}")')
+            selected.append(render(AS_SEARCH_TEXT, column=column, schema=quoted(schema)))
         else:
-            selected.append(f'"{column}"')
-    listed = ", ".join(f'"{column}"' for column in columns)
+            selected.append(column)
+    parts = {"staging": quoted(name), "schema": quoted(schema), "table": quoted(table.name)}
     return Staged(
         table,
         columns,
@@ -324,14 +339,15 @@ def staged(table: Table, schema: str) -> Staged:
         Staging(
             name=name,
             create=(
-                # A vector's text is kilobytes: stored as it is, never compressed (pglz made the COPY
-                # of a memory's row several times slower), and in the row while the row fits a page.
-                f'CREATE TEMPORARY TABLE "{name}" ({", ".join(definitions)}) '
-                "WITH (toast_tuple_target = 8160) ON COMMIT DROP",
-                f'ALTER TABLE "{name}" '
-                + ", ".join(f'ALTER COLUMN "{column}" SET STORAGE EXTERNAL' for column in texts),
+                render(CREATE_STAGING, staging=parts["staging"], definitions=", ".join(definitions)),
+                render(STORE_EXTERNAL, staging=parts["staging"], columns=", ".join(texts)),
             ),
-            move=f'INSERT INTO "{schema}"."{table.name}" ({listed}) SELECT {", ".join(selected)} FROM "{name}"',
+            move=render(
+                MOVE,
+                **parts,
+                columns=", ".join(quoted(column) for column in columns),
+                selected=", ".join(selected),
+            ),
         ),
     )
 

@@ -1,4 +1,4 @@
-CREATE OR REPLACE FUNCTION "{schema}".append_messages(
+CREATE OR REPLACE FUNCTION {schema}.append_messages(
     p_org_id text, p_interaction_id text, p_start int, p_roles text[], p_contents text[]
 ) RETURNS void
 LANGUAGE plpgsql AS $body$
@@ -6,7 +6,7 @@ DECLARE
     written bigint;
 BEGIN
     WITH appended AS (
-        INSERT INTO "{schema}".messages (org_id, interaction_id, msg_position, role, content)
+        INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)
         SELECT p_org_id, p_interaction_id, p_start + given.n - 1, given.role, given.content
         FROM unnest(p_roles, p_contents) WITH ORDINALITY AS given(role, content, n)
         RETURNING 1

@@ -2,13 +2,13 @@
 -- it, now. Every event is written here, on the node that holds the organization's shards: on Citus a
 -- ``seq`` taken there and one taken on the coordinator come from different ranges, and history lists
 -- a memory's events in ``seq`` order.
-CREATE FUNCTION "{schema}".record_history(
+CREATE FUNCTION {schema}.record_history(
     p_org_id text, p_event_ids uuid[], p_memory_ids uuid[], p_user_ids text[], p_events text[],
     p_old_memories text[], p_new_memories text[], p_actor_ids text[], p_roles text[], p_at timestamptz
 ) RETURNS void
 LANGUAGE plpgsql AS $body$
 BEGIN
-    INSERT INTO "{schema}".memory_history
+    INSERT INTO {schema}.memory_history
         (org_id, event_id, memory_id, user_id, event, old_memory, new_memory, actor_id, role, is_deleted, created_at)
     SELECT p_org_id, given.event_id, given.memory_id, given.user_id, given.event, given.old_memory,
            given.new_memory, given.actor_id, given.role, given.event = 'DELETE', coalesce(p_at, now())
