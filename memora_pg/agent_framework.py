@@ -183,7 +183,7 @@ class MemoraHistoryProvider(HistoryProvider):
     async def get_messages(
         self, session_id: str | None, *, state: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[Message]:
-        await self.memory.prepare()
+        await self.memory.ensure_ready()
         key = self._key(session_id)
         rows = await self.memory.database.execute_one(Statement(READ, key), org_id=key["org_id"], writes=False)
         return [Message(row.role, [row.content or ""]) for row in rows]
@@ -197,7 +197,7 @@ class MemoraHistoryProvider(HistoryProvider):
         for message in turn:
             if "\x00" in message["content"]:
                 raise InvalidInputError("a message cannot contain NUL characters")
-        await self.memory.prepare()
+        await self.memory.ensure_ready()
         key = self._key(session_id)
         params = {
             **key,

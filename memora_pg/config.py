@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     embedding_dimensions: int = Field(
         default=384, gt=0, le=16000, description="Dimension of the vector column on a new database."
     )
+    auto_migrate: bool = Field(
+        default=True,
+        description="Bring the schema to head on a face's first use. False: a schema not at head is a "
+        "SchemaNotMigratedError, for a deployment that migrates with its own role (setup(), 'memora-pg db "
+        "upgrade' or alembic).",
+    )
 
     read_database_url: SecretStr | None = Field(
         default=None,
@@ -309,6 +315,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "database_url",
         "db_schema",
         "embedding_dimensions",
+        "auto_migrate",
         "read_database_url",
         "read_from_replica",
         "statement_timeout_ms",

@@ -32,6 +32,7 @@ from memora_pg.errors import (
     ConfigurationError,
     ConnectionLostError,
     DatabaseError,
+    SchemaNotMigratedError,
     TransientDatabaseError,
     database_errors,
     sent,
@@ -309,7 +310,7 @@ class Database:
         """Bring the schema to head on this object's first use; a new database's vector columns get
         ``dimensions`` (or what the callable gives, called only when a migration runs).
 
-        The faces call this (through :meth:`ensure_ready`) before their first statement, so every
+        The faces call this (through ``Face.ensure_ready``) before their first statement, so every
         public method works on an empty database without a setup call. This object migrates at most
         once (a lock serialises its concurrent first calls); several processes starting at once are
         safe too, as the migration takes an advisory lock and finds the schema at head when it gets it.
@@ -327,8 +328,11 @@ class Database:
                 # A schema already at head is left alone, with no DDL: the application's role may be
                 # one that cannot create (a deploy role migrates, or row-level security confines it).
                 async with self.transaction(read_only=True) as conn:
-                    at_head = await migrations.current_revision(conn, self.schema) == migrations.head_revision()
-                if not at_head:
+                    revision = await migrations.current_revision(conn, self.schema)
+                head = migrations.head_revision()
+                if revision != head:
+                    if not self.settings.auto_migrate:
+                        raise SchemaNotMigratedError(self.schema, revision, head)
                     await self.migrate(dimensions() if callable(dimensions) else dimensions)
                 self._migrated = True
         finally:
@@ -344,11 +348,6 @@ class Database:
     async def _first_use(self) -> None:
         if self._first_use_dimensions is not None:
             await self.ensure_schema(self._first_use_dimensions)
-
-    async def ensure_ready(self, dimensions: int | Callable[[], int], *, table: str = "memories") -> int:
-        """:meth:`ensure_schema`, then the embedder's dimension checked against ``table``'s (read once)."""
-        await self.ensure_schema(dimensions)
-        return await self.check_embedder(dimensions() if callable(dimensions) else dimensions, table)
 
     def forget_dimensions(self) -> None:
         """Read the vector columns' dimensions again on next use (after a re-embedding switched them)."""

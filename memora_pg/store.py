@@ -23,6 +23,7 @@ from memora_pg.db import Database
 from memora_pg.driver import Connection, Row
 from memora_pg.embeddings import Embedder
 from memora_pg.errors import InvalidInputError, NotFoundError
+from memora_pg.face import Face
 from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, saves, timeline, users, versions
 from memora_pg.graph import validate as check
 from memora_pg.graph.interactions import Message
@@ -41,7 +42,7 @@ _DEFAULT: Any = object()
 
 
 @tracing.instrument("memora", tracing.GRAPH)
-class PostgresGraphDB(BaseGraphDB):
+class PostgresGraphDB(Face, BaseGraphDB):
     """The Memora graph on PostgreSQL: one database, one transaction per call.
 
     ``database`` is a ``postgresql://`` URL, an existing SQLAlchemy ``AsyncEngine`` (which the
@@ -73,41 +74,24 @@ class PostgresGraphDB(BaseGraphDB):
             associated_vector_db = PgVectorDB(self._db, embedder=embedder)
         self.associated_vector_db = associated_vector_db
         # No setup() needed: the first statement brings the schema to head, the vectors sized as setup() sizes them.
-        if isinstance(associated_vector_db, PgVectorDB):
-            self._db.migrate_on_first_use(associated_vector_db.new_database_dimensions)
-        else:
-            self._db.migrate_on_first_use(lambda: self.settings.embedding_dimensions)
+        self._db.migrate_on_first_use(self.new_database_dimensions)
 
     # -- plumbing ------------------------------------------------------------------------
-
-    @property
-    def database(self) -> Database:
-        return self._db
 
     def get_associated_vector_db(self) -> BaseVectorDB | None:
         return self.associated_vector_db
 
-    async def setup(self, *args: Any, **kwargs: Any) -> None:
-        """Bring the schema to the current migration head; idempotent and safe from several processes.
+    def new_database_dimensions(self) -> int:
+        """The vector dimension a new database gets: the associated PgVectorDB's embedder's, or the configured one."""
+        store = self.associated_vector_db
+        if isinstance(store, PgVectorDB):
+            return store.new_database_dimensions()
+        return self.settings.embedding_dimensions
 
-        On a new database the vector column gets the dimension of the embedder; on an existing
-        one, an embedder of another dimension is a ``ConfigurationError`` naming both numbers.
-        """
+    async def check_dimensions(self) -> int | None:
+        """The associated vector DB's embedder checked against the database, when it is memora_pg's own on it."""
         native = await self._native_vector_db()
-        await self._db.migrate(native.new_database_dimensions() if native else None)
-        if native is not None:
-            await native.check_dimensions()
-
-    async def close(self) -> None:
-        """Release the connections of an engine this object created; idempotent."""
-        await self._db.close()
-
-    async def __aenter__(self) -> PostgresGraphDB:
-        await self.setup()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        return None if native is None else await native.check_dimensions()
 
     async def _native_vector_db(self) -> PgVectorDB | None:
         """The associated vector DB when it is memora_pg's own on this database (writes are then atomic)."""

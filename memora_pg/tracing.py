@@ -27,9 +27,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memora_pg.errors import sqlstate_of
+
+if TYPE_CHECKING:
+    from memora_pg.face import Face
 
 try:
     from opentelemetry import trace
@@ -130,7 +133,7 @@ AUTOGEN: dict[str, Operation] = {
 
 def instrument(face: str, operations: Mapping[str, Operation]) -> Callable[[C], C]:
     """Wrap the class's listed async methods (name -> operation) in spans. ``face`` goes into
-    ``memora_pg.face``; the instance must hold its ``Database`` as ``_db``."""
+    ``memora_pg.face``; the class is a :class:`memora_pg.face.Face` (its spans read its ``database``)."""
 
     def decorate(cls: C) -> C:
         if trace is None:
@@ -166,9 +169,9 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
             arguments = signature.bind_partial(*args, **kwargs).arguments
         except TypeError:  # a call the method itself refuses: let it say how
             return await method(*args, **kwargs)
-        store = args[0]
+        store: Face = args[0]
         name = operation(arguments) if callable(operation) else operation
-        kind = SpanKind.INTERNAL if store._db.embedded else SpanKind.CLIENT
+        kind = SpanKind.INTERNAL if store.database.embedded else SpanKind.CLIENT
         with tracer.start_as_current_span(
             name, kind=kind, record_exception=False, set_status_on_exception=False
         ) as span:
@@ -190,7 +193,7 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
     return wrapper
 
 
-def _describe(span: Any, store: Any, arguments: Arguments, face: str, operation: str, method_name: str) -> None:
+def _describe(span: Any, store: Face, arguments: Arguments, face: str, operation: str, method_name: str) -> None:
     span.set_attribute("gen_ai.operation.name", operation)
     span.set_attribute("memora_pg.face", face)
     span.set_attribute("memora_pg.method", method_name)
@@ -202,7 +205,7 @@ def _describe(span: Any, store: Any, arguments: Arguments, face: str, operation:
         if isinstance(record, str):
             span.set_attribute("gen_ai.memory.record.id", record)
             break
-    if store._db.settings.trace_content:
+    if store.database.settings.trace_content:
         query = arguments.get("query") or arguments.get("queries")
         if isinstance(query, list) and all(isinstance(q, str) for q in query):
             query = "\n".join(query)
@@ -210,13 +213,13 @@ def _describe(span: Any, store: Any, arguments: Arguments, face: str, operation:
             span.set_attribute("gen_ai.memory.query.text", query)
 
 
-def _failed(span: Any, store: Any, error: Exception) -> None:
+def _failed(span: Any, store: Face, error: Exception) -> None:
     span.set_attribute("error.type", type(error).__qualname__)
     code = sqlstate_of(error)
     if code:
         span.set_attribute("memora_pg.sqlstate", code)
     # An error's message can quote what the call was given (a row, a text): content.
-    if store._db.settings.trace_content:
+    if store.database.settings.trace_content:
         span.set_status(StatusCode.ERROR, str(error)[:500])
         span.record_exception(error)
     else:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -80,26 +79,6 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
         self.search_mode = search.check_mode(search_mode or self._db.settings.search_mode, upstream=True)
         self.exclude_superseded = exclude_superseded
         self._db.migrate_on_first_use(self.new_database_dimensions)
-
-    async def setup(self, *args: Any, **kwargs: Any) -> None:
-        """Bring the schema to head (the vector column gets the embedder's dimension) and check the dimension."""
-        await self._db.migrate(self.new_database_dimensions())
-        await self.check_dimensions()
-
-    async def close(self) -> None:
-        if self._owns_db:
-            await self._db.close()
-
-    async def __aenter__(self) -> PgVectorDB:
-        await self.setup()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def check_dimensions(self) -> int:
-        """The database's vector dimension; an embedder of another one is a ConfigurationError naming both."""
-        return await self._db.check_embedder(self.embedder.dimensions)
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed memory texts, checked against the database's dimension (called before a write opens)."""

@@ -153,6 +153,8 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
     component_provider_override = "memora_pg.autogen.PostgresMemory"
     component_config_schema = PostgresMemoryConfig
 
+    _vector_table = "autogen_contents"
+
     def __init__(
         self,
         name: str,
@@ -263,32 +265,6 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
             agent_id=config.agent_id,
             allow_reset=config.allow_reset,
         )
-
-    async def setup(self) -> None:
-        """Bring the schema to head, as ``PgVectorDB.setup``: a new database gets the embedder's dimension.
-
-        Optional: every method does this on first use.
-        """
-        await self._db.migrate(self.new_database_dimensions())
-        await self.check_dimensions()
-
-    async def check_dimensions(self) -> int:
-        """The database's vector dimension (read once); a different embedder is a ConfigurationError.
-
-        The schema is brought to head first if this object has not done so yet.
-        """
-        return await self._db.check_embedder(self.embedder.dimensions, table="autogen_contents")
-
-    async def close(self) -> None:
-        """Dispose of the engine if this memory created it (a caller's engine stays open); idempotent."""
-        await self._db.close()
-
-    async def __aenter__(self) -> PostgresMemory:
-        await self.setup()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- the protocol --------------------------------------------------------------------
 

@@ -144,7 +144,7 @@ def http_server(options: Options, host: str, port: int) -> tuple[MCPServer, Asyn
 async def serve_stdio(options: Options) -> None:
     server, store = stdio_server(options)
     try:
-        await store.prepare()
+        await store.ensure_ready()
         await server.run_stdio_async()
     finally:
         await store.close()
@@ -155,7 +155,7 @@ async def serve_http(options: Options, host: str, port: int) -> None:
 
     server, store = http_server(options, host, port)
     try:
-        await store.prepare()
+        await store.ensure_ready()
         app = server.streamable_http_app(
             stateless_http=True,
             json_response=True,

@@ -25,6 +25,7 @@ from memora_pg import driver, tracing
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
+from memora_pg.face import Face
 from memora_pg.graph import audit, history, memories, orgs, saves, search
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
@@ -68,7 +69,7 @@ _UNSET: Any = object()
 
 
 @tracing.instrument("mem0", tracing.MEM0)
-class AsyncMemory:
+class AsyncMemory(Face):
     """The mem0-style memory on PostgreSQL (async). ``Memory`` is its synchronous shell."""
 
     def __init__(
@@ -127,22 +128,17 @@ class AsyncMemory:
         environment), so that ``add(..., infer=True)`` can extract facts."""
         return self._llm is not None or bool(self.config.llm.config) or bool(os.environ.get("OPENAI_API_KEY"))
 
-    @property
-    def database(self) -> Database:
-        """The database this memory is kept in (shared with :meth:`for_organization`'s copies)."""
-        return self._db
+    # Its database is shared with for_organization's copies. Every method is made ready (Face.ensure_ready)
+    # before its first statement.
 
-    async def prepare(self) -> None:
-        """Bring the schema to head and check the embedder against it now, not at the first call."""
-        await self._prepare()
+    def new_database_dimensions(self) -> int:
+        return self.embedder.dimensions
 
-    async def _prepare(self) -> None:
-        """Before every method's first statement: the schema brought to head on first use (once per
-        object, see ``Database.ensure_ready``) and the embedder's dimension checked against it."""
-        await self._db.ensure_ready(lambda: self.embedder.dimensions)
+    async def check_dimensions(self) -> int:
+        return await self._db.check_embedder(self.embedder.dimensions)
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
-        await self._prepare()
+        await self.ensure_ready()
         return await embed_checked(self.embedder, texts, query=query)
 
     def for_organization(self, org_id: str) -> AsyncMemory:
@@ -164,18 +160,12 @@ class AsyncMemory:
         return scoped
 
     async def close(self) -> None:
+        """Release the connections and the model's client; a for_organization copy leaves them to the original."""
         if self._copy_of is not None:
             return
-        await self._db.close()
+        await super().close()
         if self._llm is not None:
             await self._llm.aclose()
-
-    async def __aenter__(self) -> AsyncMemory:
-        await self._prepare()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- add -----------------------------------------------------------------------------------
 
@@ -343,7 +333,7 @@ class AsyncMemory:
         if rerank and self.reranker is None:
             raise DuragValidationError("rerank=True needs a reranker in MemoryConfig.reranker.")
         if top_k == 0:
-            await self._prepare()
+            await self.ensure_ready()
             return {"results": []}
         (vector,) = await self._embed([query], query=True)
         (hits,) = await search.find(
@@ -366,7 +356,7 @@ class AsyncMemory:
 
     async def get(self, memory_id: str) -> dict[str, Any] | None:
         """The memory, or None when no memory of this collection has that id."""
-        await self._prepare()
+        await self.ensure_ready()
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return None
@@ -391,7 +381,7 @@ class AsyncMemory:
         top_k = top_k_of(top_k, kwargs)
         _, where = combined_filters(filters, kwargs)
         where = and_(where, shown_at(self._db.schema, as_of, as_of_clock, show_expired))
-        await self._prepare()
+        await self.ensure_ready()
         if top_k == 0:
             return {"results": []}
         rows = await self._db.execute_one(
@@ -406,7 +396,7 @@ class AsyncMemory:
         As in mem0, every event's ``created_at`` is the memory's creation time and ``updated_at``
         the time of the event (the creation time for the ADD).
         """
-        await self._prepare()
+        await self.ensure_ready()
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return []
@@ -445,7 +435,7 @@ class AsyncMemory:
         if expiration_date is not _UNSET:
             given[EXPIRATION] = expiration_of(expiration_date)
         parsed = existing_id(memory_id)
-        await self._prepare()
+        await self.ensure_ready()
         vector = (await self._embed([text], query=False))[0] if text is not None else None
         async with self._db.transaction(org_id=self.org_id) as conn:
             edited = await changes.edit(
@@ -460,7 +450,7 @@ class AsyncMemory:
 
     async def delete(self, memory_id: str) -> dict[str, Any]:
         parsed = existing_id(memory_id)
-        await self._prepare()
+        await self.ensure_ready()
         async with self._db.transaction(org_id=self.org_id) as conn:
             found = await memories.find(conn, org_id=self.org_id, memory_id=parsed)
             deleted, events = await changes.delete(
@@ -482,7 +472,7 @@ class AsyncMemory:
                 "If you want to delete all memories, use the `reset()` method."
             )
         scope = scope_of(user_id, agent_id, run_id)
-        await self._prepare()
+        await self.ensure_ready()
         async with self._db.transaction(org_id=self.org_id) as conn:
             doomed = await memories.metadata_where(conn, org_id=self.org_id, where=scope.where())
             deleted, events = await changes.delete(conn, org_id=self.org_id, memory_ids=list(doomed), metadata=doomed)
@@ -495,6 +485,6 @@ class AsyncMemory:
 
     async def reset(self) -> None:
         """Forget the whole collection: its memories, their vectors, its history and its users."""
-        await self._prepare()
+        await self.ensure_ready()
         async with self._db.transaction(org_id=self.org_id) as conn:
             await orgs.delete(conn, org_id=self.org_id)

@@ -33,7 +33,6 @@ from memora_pg.mem0.llm import OpenAILLM
 from memora_pg.mem0.memory import AsyncMemory
 from memora_pg.migrations import MigrationOptions, upgrade
 from tests.fake_openai import FakeOpenAIServer
-from tests.integration.test_security import rls_database  # noqa: F401 (a fixture)
 
 ORG = "mcp-org"
 TOOLS = {
@@ -284,7 +283,7 @@ async def _http_client(url: str, token: str) -> AsyncIterator[Client]:
 
 
 async def test_http_tenants_by_token_under_row_level_security(
-    rls_database: tuple[str, str],  # noqa: F811 (the imported fixture)
+    rls_database: tuple[str, str],
 ) -> None:
     """Two tokens, two organizations, served by a role row-level security restricts: nothing crosses, and
     a missing, wrong or revoked token gets 401 and touches nothing."""

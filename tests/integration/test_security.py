@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import make_url, text
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from memora_pg import NotFoundError, PostgresGraphDB, PostgresMemory, Settings
@@ -15,30 +14,6 @@ from memora_pg.mem0 import AsyncMemory, MemoryConfig
 from memora_pg.migrations import MigrationOptions, downgrade, upgrade
 from memora_pg.schema import TENANT_TABLES
 from tests.integration.helpers import chat, payload, world
-
-APP_ROLE = "memora_app_test"
-
-
-@pytest.fixture
-async def rls_database(fresh_database: str) -> AsyncIterator[tuple[str, str]]:
-    """A migrated database and a URL for a non-owner role, as an application would connect."""
-    engine = create_async_engine(fresh_database)
-    await upgrade(engine, MigrationOptions(schema="memora"))
-    async with engine.begin() as conn:
-        exists = await conn.scalar(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": APP_ROLE})
-        if not exists:
-            await conn.execute(text(f"CREATE ROLE {APP_ROLE} LOGIN"))
-        await conn.execute(text(f"GRANT USAGE ON SCHEMA memora TO {APP_ROLE}"))
-        await conn.execute(text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memora TO {APP_ROLE}"))
-        await conn.execute(text(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA memora TO {APP_ROLE}"))
-    await engine.dispose()
-    app_url = make_url(fresh_database).set(username=APP_ROLE).render_as_string(hide_password=False)
-    yield fresh_database, app_url
-    engine = create_async_engine(fresh_database)
-    async with engine.begin() as conn:
-        await conn.execute(text(f"REASSIGN OWNED BY {APP_ROLE} TO CURRENT_USER"))
-        await conn.execute(text(f"DROP OWNED BY {APP_ROLE}"))
-    await engine.dispose()
 
 
 async def test_row_level_security_confines_a_role_to_one_organization(rls_database: tuple[str, str]) -> None:

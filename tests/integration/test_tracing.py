@@ -24,8 +24,8 @@ from memora_pg.errors import DatabaseError, NotFoundError
 from memora_pg.mem0.llm import OpenAILLM
 from memora_pg.mem0.memory import AsyncMemory
 from tests.fake_openai import FakeOpenAIServer
+from tests.integration.conftest import APP_ROLE
 from tests.integration.helpers import chat, payload, world
-from tests.integration.test_security import APP_ROLE, rls_database  # noqa: F401 (a fixture)
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -115,7 +115,7 @@ async def test_mem0_and_autogen_spans_and_opt_in_content(database_url: str, span
 
 
 async def test_a_refusal_of_the_database_carries_its_sqlstate(
-    rls_database: tuple[str, str],  # noqa: F811 (the imported fixture)
+    rls_database: tuple[str, str],
     spans: InMemorySpanExporter,
 ) -> None:
     owner_url, app_url = rls_database
