@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 
 from bench import calls as after_calls
-from bench.server import Server
+from bench.lib.server import Server
 
 BEFORE = "memora_pg_before"
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from bench.server import Server, sqlalchemy_url
+from bench.lib.server import Server, sqlalchemy_url
 from memora_pg import (
     MemoriesAndInteraction,
     MemorySearchScope,

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.retrieval import SharedEmbedder, save_facts
-from bench.server import Server
+from bench.lib.embedding import SharedEmbedder
+from bench.lib.facts import save_facts
+from bench.lib.server import Server
 from memora_pg import (
     AsyncMemory,
     MemorySearchScope,

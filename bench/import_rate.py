@@ -28,7 +28,7 @@ from pathlib import Path
 
 import asyncpg  # type: ignore[import-untyped]
 
-from bench.server import Server
+from bench.lib.server import Server
 from memora_pg import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from bench import data, load, writes
-from bench.context import Context, VectorBook
-from bench.server import Server
+from bench.lib import data, load, writes
+from bench.lib.context import Context, VectorBook
+from bench.lib.server import Server
 
 
 async def main(argv: list[str] | None = None) -> None:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 
-from bench import bulk, load, reads, writes
-from bench.context import Context, VectorBook, small_run
-from bench.server import Server, connect
+from bench.lib import bulk, load, reads, writes
+from bench.lib.context import Context, VectorBook, small_run
+from bench.lib.server import Server, connect
 
 # The user-search figures whose ratio is compared; the others of the same call are printed too.
 COMPARED = ("USER scope, dense", "mem0-style")

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 
-from bench.server import Server
+from bench.lib.server import Server
 from memora_pg import (
     ContraryMemoryToStore,
     MemoriesAndInteraction,

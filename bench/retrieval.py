@@ -37,11 +37,13 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench.server import Server
+from bench.lib.embedding import SharedEmbedder
+from bench.lib.facts import save_facts
+from bench.lib.locomo import CATEGORIES, Conversation, Question, load
+from bench.lib.server import Server
 from memora_pg import (
     AsyncMemory,
     MemoriesAndInteraction,
@@ -52,108 +54,12 @@ from memora_pg import (
     PostgresMemory,
     Settings,
 )
-from memora_pg.embeddings import Embedder, LocalEmbedder, unrelated_similarity
+from memora_pg.embeddings import LocalEmbedder
 from memora_pg.mem0 import MemoryConfig
 
 KS = (1, 5, 10, 20, 50)
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SECTION_START = "<!-- bench:retrieval:start -->"
 SECTION_END = "<!-- bench:retrieval:end -->"
-
-
-# -- the data ----------------------------------------------------------------------------------
-
-
-@dataclass
-class Turn:
-    dia_id: str
-    session: int
-    date: datetime
-    text: str
-
-
-@dataclass
-class Question:
-    text: str
-    category: int
-    evidence: list[str]
-
-
-@dataclass
-class Conversation:
-    sample_id: str
-    turns: list[Turn]
-    questions: list[Question]
-
-
-def _date(value: str | None) -> datetime:
-    try:
-        return datetime.strptime(value or "", "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return datetime(2023, 1, 1, tzinfo=timezone.utc)
-
-
-def load(path: Path) -> list[Conversation]:
-    found = []
-    for sample in json.loads(path.read_text()):
-        conversation = sample["conversation"]
-        turns: list[Turn] = []
-        session = 1
-        while f"session_{session}" in conversation:
-            at = _date(conversation.get(f"session_{session}_date_time"))
-            turns += [
-                Turn(t["dia_id"], session, at, f"{t['speaker']}: {t['text']}")
-                for t in conversation[f"session_{session}"]
-            ]
-            session += 1
-        known = {turn.dia_id for turn in turns}
-        questions = []
-        for qa in sample.get("qa", []):
-            evidence = _evidence(qa.get("evidence") or [], known)
-            if qa.get("category") in CATEGORIES and evidence:
-                questions.append(Question(qa["question"], qa["category"], evidence))
-        found.append(Conversation(sample["sample_id"], turns, questions))
-    return found
-
-
-def _evidence(given: Sequence[str], known: set[str]) -> list[str]:
-    ids: list[str] = []
-    for entry in given:
-        for part in re.split(r"[;,\s]+", entry):
-            match = re.match(r"^D:?(\d+):(\d+)$", part)
-            if match and f"D{int(match[1])}:{int(match[2])}" in known:
-                ids.append(f"D{int(match[1])}:{int(match[2])}")
-    return list(dict.fromkeys(ids))
-
-
-# -- embedding once ----------------------------------------------------------------------------
-
-
-class SharedEmbedder:
-    """The offline embedder, each distinct text embedded once (documents and queries apart)."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.unrelated_similarity = unrelated_similarity(inner)
-        self.cache: dict[tuple[bool, str], list[float]] = {}
-
-    @property
-    def dimensions(self) -> int:
-        return self.inner.dimensions
-
-    async def _embed(self, texts: Sequence[str], query: bool) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if (query, t) not in self.cache))
-        for start in range(0, len(missing), 256):
-            batch = missing[start : start + 256]
-            vectors = await (self.inner.embed_queries(batch) if query else self.inner.embed_documents(batch))
-            self.cache.update({(query, t): list(v) for t, v in zip(batch, vectors, strict=True)})
-        return [self.cache[(query, t)] for t in texts]
-
-    async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self._embed(texts, False)
-
-    async def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        return await self._embed(texts, True)
 
 
 # -- scoring ------------------------------------------------------------------------------------
@@ -305,7 +211,7 @@ LIMIT 50
 
 
 async def floors(url: str, embedder: SharedEmbedder, data: list[Conversation]) -> list[Result]:
-    from bench.server import connect
+    from bench.lib.server import connect
 
     conn = await connect(url)
     cosine, lexical = (
@@ -341,21 +247,6 @@ async def floors(url: str, embedder: SharedEmbedder, data: list[Conversation]) -
 
 
 # -- update detection ------------------------------------------------------------------------------
-
-
-async def save_facts(graph: PostgresGraphDB, org_id: str, agent_id: str, user_id: str, facts: list[str]) -> None:
-    """Each fact saved as the Memora agent saves it: a user's message and the memory drawn from it. Facts
-    about a person gather over many conversations: one interaction each."""
-    for fact in facts:
-        await graph.save_interaction_with_memories(
-            org_id,
-            agent_id,
-            user_id,
-            MemoriesAndInteraction(
-                interaction=[{"role": "user", "content": fact}],
-                memories=[MemoryToStore(memory=fact, source_msg_block_pos=[0])],
-            ),
-        )
 
 
 FORMS = {

@@ -17,10 +17,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench import bulk, data, load, mem0_compare, reads, writes
-from bench.context import Context, VectorBook
-from bench.report import Figure, machine, markdown, write
-from bench.server import Server
+from bench.lib import bulk, data, load, mem0_compare, reads, writes
+from bench.lib.context import Context, VectorBook
+from bench.lib.report import Figure, machine, markdown, write
+from bench.lib.server import Server
 
 # Where bench/README.md installs mem0 (a venv of its own, never memora_pg's).
 DEFAULT_MEM0_PYTHON = "/tmp/venv-bench/bin/python"  # noqa: S108 - a path, not a temporary file

@@ -41,12 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from bench import load as bench_load
-from bench.data import parse_scale
-from bench.retrieval import SharedEmbedder
-from bench.retrieval import load as load_locomo
-from bench.server import Server, connect, sqlalchemy_url
-from bench.timing import Call, interleaved
+from bench.lib import load as bench_load
+from bench.lib.data import parse_scale
+from bench.lib.embedding import SharedEmbedder
+from bench.lib.locomo import load as load_locomo
+from bench.lib.server import Server, connect, sqlalchemy_url
+from bench.lib.timing import Call, interleaved
 from memora_pg import AsyncMemory, MemorySearchScope, PgVectorDB, Settings, vector_params
 from memora_pg.embeddings import LocalEmbedder
 from memora_pg.mem0 import MemoryConfig

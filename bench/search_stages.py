@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import load as bench_load
 from bench import search_scaling as scaling
-from bench.data import parse_scale
-from bench.retrieval import SharedEmbedder
-from bench.server import Server, connect, sqlalchemy_url
-from bench.timing import Call, interleaved
+from bench.lib import load as bench_load
+from bench.lib.data import parse_scale
+from bench.lib.embedding import SharedEmbedder
+from bench.lib.server import Server, connect, sqlalchemy_url
+from bench.lib.timing import Call, interleaved
 from memora_pg import MemorySearchScope, PgVectorDB, Settings, driver, vector_params
 from memora_pg.embeddings import LocalEmbedder
 

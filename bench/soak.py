@@ -47,7 +47,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import make_url
 
-from bench import pgbouncer
+from bench.lib import pgbouncer
 from memora_pg import (
     MemoraPGError,
     MemorySearchScope,

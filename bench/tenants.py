@@ -30,11 +30,11 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
-from bench import data, load
-from bench.context import Statements
-from bench.reads import explained
-from bench.server import Server, connect, sqlalchemy_url
-from bench.timing import interleaved
+from bench.lib import data, load
+from bench.lib.context import Statements
+from bench.lib.reads import explained
+from bench.lib.server import Server, connect, sqlalchemy_url
+from bench.lib.timing import interleaved
 from memora_pg import MemoriesAndInteraction, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.engine import create_engine

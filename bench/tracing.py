@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from bench.server import Server
+from bench.lib.server import Server
 from memora_pg import MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.models import MemoriesAndInteraction, MemoryToStore

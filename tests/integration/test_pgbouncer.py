@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench import pgbouncer
+from bench.lib import pgbouncer
 from memora_pg import DatabaseError, MemorySearchScope, PgVectorDB, PostgresGraphDB, Settings
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
 from memora_pg.embeddings import HashEmbedder

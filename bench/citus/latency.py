@@ -1,4 +1,4 @@
-"""Per-call p50 latency on the Citus cluster vs one plain PostgreSQL 16 server (``python -m tests.citus.latency``).
+"""Per-call p50 latency on the Citus cluster vs one plain PostgreSQL 16 server (``python -m bench.citus.latency``).
 
 Calls: a save of 10 memories, a user search, an organization search and a resolved fetch (the last
 fails on Citus today and is reported as such). HashEmbedder, 3 organizations, N calls each after WARMUP

@@ -17,11 +17,11 @@ import asyncpg  # type: ignore[import-untyped]
 import numpy as np
 from sqlalchemy import event
 
-from bench import baselines, data
-from bench.context import Context, Statements
-from bench.report import Figure
-from bench.server import connect, sqlalchemy_url
-from bench.timing import Run, interleaved
+from bench.lib import baselines, data
+from bench.lib.context import Context, Statements
+from bench.lib.report import Figure
+from bench.lib.server import connect, sqlalchemy_url
+from bench.lib.timing import Run, interleaved
 from memora_pg import AsyncMemory, MemoryConfig, MemorySearchScope, PgVectorDB, PostgresGraphDB
 from memora_pg.engine import create_engine
 

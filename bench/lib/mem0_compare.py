@@ -20,17 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from bench import data
-from bench.context import Context
-from bench.reads import K, Queries, _quality, _quality_note, _users, user_truth
-from bench.report import Figure
-from bench.server import Server, connect
-from bench.timing import Run, Sample
+from bench.lib import data
+from bench.lib.context import Context
+from bench.lib.reads import K, Queries, _quality, _quality_note, _users, user_truth
+from bench.lib.report import Figure
+from bench.lib.server import Server, connect
+from bench.lib.timing import Run, Sample
 
 COLLECTION = "memories"
 ADD_CALLS = 30
 ADD_BATCH = 10
-SIDE = Path(__file__).with_name("mem0_side.py")
+SIDE = Path(__file__).parents[1] / "mem0_side.py"
 
 
 def _payload(user: int, j: int) -> str:

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bench import data
-from bench.load import SCHEMA
-from bench.report import Figure
-from bench.server import sqlalchemy_url
+from bench.lib import data
+from bench.lib.load import SCHEMA
+from bench.lib.report import Figure
+from bench.lib.server import sqlalchemy_url
 from memora_pg import Settings, driver
 from memora_pg.engine import create_engine
 

@@ -22,7 +22,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 import numpy as np
 
-from bench.load import SCHEMA
+from bench.lib.load import SCHEMA
 from memora_pg import vector_params
 from memora_pg.graph import interactions, saves, versions
 

@@ -13,10 +13,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import data, load
-from bench.context import Context
-from bench.report import Figure
-from bench.server import Server, sqlalchemy_url
+from bench.lib import data, load
+from bench.lib.context import Context
+from bench.lib.report import Figure
+from bench.lib.server import Server, sqlalchemy_url
 from memora_pg.db import Database
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 
-from bench import baselines, data
-from bench.context import Context, Statements
-from bench.load import SCHEMA
-from bench.report import Figure
-from bench.server import connect
-from bench.timing import Sample, interleaved, throughput
+from bench.lib import baselines, data
+from bench.lib.context import Context, Statements
+from bench.lib.load import SCHEMA
+from bench.lib.report import Figure
+from bench.lib.server import connect
+from bench.lib.timing import Sample, interleaved, throughput
 from memora_pg import AsyncMemory, MemoriesAndInteraction, MemoryConfig, MemoryToStore, PostgresGraphDB
 
 MESSAGES = 10

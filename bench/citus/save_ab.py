@@ -1,8 +1,8 @@
 """The save of 10 memories on Citus and on one server, an earlier commit against this tree, interleaved.
 
-    MEMORA_PG_TEST_POSTGRES=16 python -m tests.citus.save_ab --before 20f8147 [--saves 150] [--rounds 2]
+    MEMORA_PG_TEST_POSTGRES=16 python -m bench.citus.save_ab --before 20f8147 [--saves 150] [--rounds 2]
 
-``tests.citus.latency`` measures this tree alone, and two runs minutes apart differ by 10 to 30% on this
+``bench.citus.latency`` measures this tree alone, and two runs minutes apart differ by 10 to 30% on this
 machine. Here the earlier commit's package (copied out of git as ``bench.ab`` does) and this tree save on
 the same cluster and the same plain PostgreSQL 16 server, in one process, each in a schema of its own
 (distributed with its own ``distribution_sql`` on the cluster), each save of one side followed by one of
@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 import memora_pg
 from bench.ab import BEFORE, before_package, git
-from tests.citus.latency import cluster_and_plain
+from bench.citus.latency import cluster_and_plain
 
 Save = Callable[[], Awaitable[Any]]
 

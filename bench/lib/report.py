@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.timing import Sample
+from bench.lib.timing import Sample
 
 START = "<!-- bench:results:start -->"
 END = "<!-- bench:results:end -->"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench import data, run
+from bench import run
+from bench.lib import data
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""What a routed write costs on the Citus cluster vs one plain PostgreSQL 16 server (``python -m tests.citus.writes``).
+"""What a routed write costs on the Citus cluster vs one plain PostgreSQL 16 server (``python -m bench.citus.writes``).
 
 Two questions behind the Citus save's figure in BENCHMARKS.md, on tables of their own:
 
@@ -29,11 +29,11 @@ import asyncpg  # type: ignore[import-untyped]
 import numpy as np
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench.citus.latency import cluster_and_plain
 from memora_pg import PostgresGraphDB, Settings, driver, vector_params
 from memora_pg.embeddings import HashEmbedder
 from tests.citus.conftest import migrate_and_distribute
 from tests.citus.helpers import worlds
-from tests.citus.latency import cluster_and_plain
 from tests.integration.helpers import chat, payload
 
 TABLES = ("w1", "w2", "w3")

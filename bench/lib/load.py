@@ -16,8 +16,8 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from bench import data
-from bench.server import connect, sqlalchemy_url
+from bench.lib import data
+from bench.lib.server import connect, sqlalchemy_url
 from memora_pg import migrations
 from memora_pg.config import Settings
 from memora_pg.graph import versions
