@@ -25,7 +25,7 @@ from memora_pg import driver, tracing
 from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked, unrelated_similarity
-from memora_pg.face import Face
+from memora_pg.face import EmbeddingFace
 from memora_pg.graph import audit, history, memories, orgs, saves, search
 from memora_pg.graph import validate as check
 from memora_pg.graph.memories import NewMemory
@@ -69,7 +69,7 @@ _UNSET: Any = object()
 
 
 @tracing.instrument("mem0", tracing.MEM0)
-class AsyncMemory(Face):
+class AsyncMemory(EmbeddingFace):
     """The mem0-style memory on PostgreSQL (async). ``Memory`` is its synchronous shell."""
 
     def __init__(
@@ -132,10 +132,8 @@ class AsyncMemory(Face):
     # before its first statement.
 
     def new_database_dimensions(self) -> int:
+        # The configured embedder's dimension, as mem0 sizes a new collection by its embedder.
         return self.embedder.dimensions
-
-    async def check_dimensions(self) -> int:
-        return await self._db.check_embedder(self.embedder.dimensions)
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
         await self.ensure_ready()

@@ -12,7 +12,8 @@ from memora_pg.config import Settings
 from memora_pg.db import Database
 from memora_pg.ops import indexes
 from memora_pg.schema import metadata
-from memora_pg.sql_text import qualified, quoted, render
+from memora_pg.sql_text import qualified
+from memora_pg.statements import in_schema
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -94,7 +95,7 @@ async def diagnose(database: Database, *, embedder_dimensions: int | None = None
         if facts.has_memories:
             # Is the user-scoped listing served by its index? (seq scans off: usable, whatever the table's size)
             await conn.execute(text("SET LOCAL enable_seqscan = off"))
-            rows = await conn.fetch(text(render(LISTING_PLAN, schema=quoted(schema))))
+            rows = await conn.fetch(in_schema(LISTING_PLAN, schema))
             plan = "\n".join(r[0] for r in rows)
 
     version = facts.server_version_num
