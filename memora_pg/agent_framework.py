@@ -4,8 +4,9 @@
   user's memories with the run's input and adds what it found as one message; after the run it
   stores the turn, extracting facts through the memory's language model when one is configured.
 * :class:`MemoraHistoryProvider` keeps a session's messages as a Memora interaction (the session id
-  is the interaction id): each turn's new messages are appended in one statement, in order, and a
-  later process reads them back.
+  is the interaction id): each turn's new messages are appended in one call of the schema's
+  ``open_interaction``, in order, with an audit row, and a later process reads them back. The
+  interaction is Memora's own: ``update_interaction_and_memories`` of the Memora face can extend it.
 
 Both take the mem0-style :class:`~memora_pg.mem0.AsyncMemory` (its database, embedder and model).
 ``tenant_id`` (else ``application_id``) names the organization, so with ``row_level_security`` on
@@ -21,10 +22,9 @@ from typing import Any
 
 from agent_framework import AgentSession, ContextProvider, HistoryProvider, Message, SessionContext, SupportsAgentRun
 
-from memora_pg.driver import Connection
 from memora_pg.errors import InvalidInputError
+from memora_pg.graph import audit, interactions
 from memora_pg.mem0.memory import AsyncMemory
-from memora_pg.statements import Statement
 
 DEFAULT_PROMPT = "## Memories\nWhat you know about the user from earlier conversations:"
 # The roles a memory or a history row keeps: tool calls and results are the run's business, not the user's.
@@ -104,49 +104,6 @@ class MemoraContextProvider(ContextProvider):
             )
 
 
-# A turn is appended in two statements of one transaction. The first creates the organization, the
-# user and the interaction on first use, and locks the interaction's row (an interaction of another
-# user with the same session id is left alone: no row comes back). The second numbers the messages
-# after the last one; it runs after the lock, so it sees a concurrent turn that committed first.
-OPEN = """
-WITH organization AS (
-    INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :org_id)
-    ON CONFLICT DO NOTHING
-),
-history_user AS (
-    INSERT INTO {schema}.users (org_id, user_id, user_name) VALUES (:org_id, :user_id, :user_id)
-    ON CONFLICT DO NOTHING
-),
-conversation AS (
-    INSERT INTO {schema}.interactions AS i (org_id, interaction_id, user_id, agent_id, created_at, updated_at)
-    VALUES (:org_id, :interaction_id, :user_id, :agent_id, now(), now())
-    ON CONFLICT (org_id, interaction_id) DO UPDATE SET updated_at = excluded.updated_at
-    WHERE i.user_id = excluded.user_id
-    RETURNING interaction_id
-)
-SELECT count(*) FROM conversation
-"""
-
-APPEND = """
-INSERT INTO {schema}.messages (org_id, interaction_id, msg_position, role, content)
-SELECT :org_id, :interaction_id, following.position + turn.n - 1, turn.role, turn.content
-FROM (
-    SELECT coalesce(max(msg_position) + 1, 0) AS position
-    FROM {schema}.messages
-    WHERE org_id = :org_id AND interaction_id = :interaction_id
-) AS following,
-unnest(CAST(:roles AS text[]), CAST(:contents AS text[])) WITH ORDINALITY AS turn(role, content, n)
-"""
-
-READ = """
-SELECT m.role, m.content
-FROM {schema}.messages AS m
-JOIN {schema}.interactions AS i USING (org_id, interaction_id)
-WHERE m.org_id = :org_id AND m.interaction_id = :interaction_id AND i.user_id = :user_id
-ORDER BY m.msg_position
-"""
-
-
 class MemoraHistoryProvider(HistoryProvider):
     """A session's messages as a Memora interaction: the session id is the interaction id.
 
@@ -185,8 +142,11 @@ class MemoraHistoryProvider(HistoryProvider):
     ) -> list[Message]:
         await self.memory.ensure_ready()
         key = self._key(session_id)
-        rows = await self.memory.database.execute_one(Statement(READ, key), org_id=key["org_id"], writes=False)
-        return [Message(row.role, [row.content or ""]) for row in rows]
+        # On the primary: a session reads what it has just written.
+        stored = await self.memory.database.retrying(
+            lambda conn: interactions.conversation(conn, **key), org_id=key["org_id"]
+        )
+        return [Message(message.role or "user", [message.content or ""]) for message in stored]
 
     async def save_messages(
         self, session_id: str | None, messages: Sequence[Message], *, state: dict[str, Any] | None = None, **kwargs: Any
@@ -199,16 +159,19 @@ class MemoraHistoryProvider(HistoryProvider):
                 raise InvalidInputError("a message cannot contain NUL characters")
         await self.memory.ensure_ready()
         key = self._key(session_id)
-        params = {
-            **key,
-            "agent_id": self.agent_id,
-            "roles": [m["role"] for m in turn],
-            "contents": [m["content"] for m in turn],
-        }
-
-        async def append(conn: Connection) -> None:
-            if not await conn.scalar(OPEN, params):
-                raise InvalidInputError(f"session {session_id!r} is another user's conversation")
-            await conn.execute(APPEND, params)
-
-        await self.memory.database.retrying(append, org_id=key["org_id"])
+        audited = audit.entry(
+            self.memory.database.settings.audit,
+            "agent_framework.save_messages",
+            user_id=self.user_id,
+            agent_id=self.agent_id,
+            ids={"interaction_id": session_id, "messages": len(turn)},
+        )
+        new = [interactions.Message(m["role"], m["content"]) for m in turn]
+        appended = await self.memory.database.retrying(
+            lambda conn: interactions.append_turn(
+                conn, **key, org_name=key["org_id"], agent_id=self.agent_id, new=new, audited=audited
+            ),
+            org_id=key["org_id"],
+        )
+        if not appended:
+            raise InvalidInputError(f"session {session_id!r} is another user's conversation")

@@ -15,6 +15,7 @@ working; it runs on plain PostgreSQL, so the test suite keeps the schema distrib
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -89,6 +90,31 @@ def if_distributed(schema: str, statements: str, *, declarations: str = "") -> s
     declared = "".join(f"\n    {line}" for line in declarations.splitlines() if line.strip())
     anchor = literal(qualified(schema, ANCHOR))
     return render(_IF_DISTRIBUTED, anchor=anchor, declarations=declared, statements=statements.rstrip("\n"))
+
+
+# A revision that creates write functions on a schema already distributed distributes them too (one
+# connection per worker for the rest of the transaction: Citus refuses a function command after a parallel
+# operation in the same transaction).
+_DISTRIBUTE_FUNCTIONS = """\
+        SET LOCAL citus.multi_shard_modify_mode TO 'sequential';
+        FOREACH written IN ARRAY ARRAY[{functions}]::regprocedure[] LOOP
+            EXECUTE 'SELECT create_distributed_function($1, $2, colocate_with => $3, force_delegation => true)'
+                USING written, {argument}, {anchor};
+        END LOOP;
+"""
+
+
+def distribute_functions(schema: str, signatures: Sequence[str]) -> str:
+    """The block that distributes the write functions ``signatures`` (each ``name(type, ...)``) by their
+    organization, co-located with the tables, when the schema is distributed; nothing otherwise."""
+    functions = ", ".join(literal(f"{qualified(schema)}.{signature}") for signature in signatures)
+    statements = render(
+        _DISTRIBUTE_FUNCTIONS,
+        functions=functions,
+        argument=literal(WRITE_FUNCTION_ARGUMENT),
+        anchor=literal(qualified(schema, ANCHOR)),
+    )
+    return if_distributed(schema, statements, declarations="written regprocedure;")
 
 
 _SCRIPT_HEAD = """\

@@ -161,7 +161,7 @@ class PgVectorDB(EmbeddingFace, BaseVectorDB):
             items=items,
             link=False,
             audited=audited,
-            upsert=True,
+            existing="upsert",
         )
         # A new id that a concurrent call stored first makes the write fail as a whole: run again, it is
         # then an update. An id of another user fails again.

@@ -72,6 +72,12 @@ def as_text(vector: Sequence[float] | npt.NDArray[Any]) -> str:
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
+def parse(text: str) -> list[float]:
+    """A vector from pgvector's text form ``[x,y,...]``."""
+    inside = text.strip().strip("[]")
+    return [float(x) for x in inside.split(",")] if inside.strip() else []
+
+
 class BinaryVector(VECTOR):
     """pgvector's ``VECTOR`` for SQLAlchemy statements, its values bound as :func:`one` made them.
 

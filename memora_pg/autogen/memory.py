@@ -45,7 +45,7 @@ from memora_pg.embeddings import (
 from memora_pg.embeddings.config import embedder_config, embedder_from_config
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
 from memora_pg.face import EmbeddingFace
-from memora_pg.graph import audit, autogen_contents, search, timeline
+from memora_pg.graph import audit, autogen_contents, orgs, search, timeline
 from memora_pg.graph.validate import no_nul
 from memora_pg.known_names import StrictConfig
 
@@ -281,7 +281,7 @@ class PostgresMemory(EmbeddingFace, Memory, Component[PostgresMemoryConfig]):
         try:
             async with self._db.transaction(org_id=self._scope.org_id) as conn:
                 if self._creates_org:
-                    await autogen_contents.ensure_organization(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
+                    await orgs.ensure_owners(conn, org_id=DEFAULT_ORG_ID, org_name=DEFAULT_ORG_NAME)
                 content_id = await autogen_contents.insert_one(
                     conn, scope=self._scope, entry=entry, embedding=embedding, text=text
                 )

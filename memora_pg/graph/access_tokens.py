@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memora_pg.driver import Row
 from memora_pg.statements import Statement
+
+# A token's row as the listing and the check read it (token_id, org_id, user_id, token_name, created_at,
+# revoked_at).
+TokenRow = Row
 
 MINT = """
 INSERT INTO {schema}.access_tokens (token_id, token_hash, org_id, user_id, token_name)

@@ -1,8 +1,9 @@
 """The audit log: who changed what, and when, recorded in the same transaction as the change.
 
-One row per public call that changes something. A call that writes new memories has its row
-written by the write function it calls (migration 0016), given :func:`arguments`; others call
-:func:`record`. Both take an :class:`Entry`, or None when auditing is off (``Settings.audit``).
+One row per public call that changes something, written by the schema's ``record_audit`` (migration
+0018): a call that writes new memories or a turn has its row written by the write function it calls, given
+:func:`arguments`; others call :func:`record`. Both take an :class:`Entry`, or None when auditing is off
+(``Settings.audit``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert
-
 from memora_pg.driver import Connection
-from memora_pg.schema import audit_log
+from memora_pg.statements import function_call
 
 
 @dataclass(frozen=True)
@@ -38,6 +37,10 @@ def entry(enabled: bool, method: str, **fields: Any) -> Entry | None:
 ARGUMENTS = ("audit_event_id", "audit_user_id", "audit_agent_id", "audit_method", "audit_ids")
 
 
+RECORD_NAMES = ("event_id", "user_id", "agent_id", "method", "ids")
+RECORD = function_call("record_audit", ("org_id", *RECORD_NAMES))
+
+
 def arguments(audited: Entry | None) -> dict[str, Any]:
     """The values of :data:`ARGUMENTS`: without a method, the function writes no row."""
     if audited is None:
@@ -55,13 +58,5 @@ async def record(conn: Connection, *, org_id: str, audited: Entry | None) -> Non
     """The audit row of a call that is not one statement, in the caller's transaction."""
     if audited is None:
         return
-    await conn.execute(
-        insert(audit_log).values(
-            org_id=org_id,
-            event_id=uuid.uuid4(),
-            user_id=audited.user_id,
-            agent_id=audited.agent_id,
-            method=audited.method,
-            ids=audited.ids,
-        )
-    )
+    given = arguments(audited)
+    await conn.execute(RECORD, {"org_id": org_id, **{name: given[f"audit_{name}"] for name in RECORD_NAMES}})

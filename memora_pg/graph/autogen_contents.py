@@ -15,17 +15,17 @@ import json
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, bindparam, delete, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from memora_pg import vector_params
 from memora_pg.driver import Connection, Row
 from memora_pg.errors import InvalidInputError
 from memora_pg.graph.validate import no_nul
-from memora_pg.schema import autogen_contents, organizations
-from memora_pg.statements import to_search_text
+from memora_pg.schema import autogen_contents
+from memora_pg.statements import function_call, to_search_text
 
 c = autogen_contents.c
 
@@ -169,10 +169,46 @@ def canonical_json(value: object, what: str) -> str:
 # -- writing ---------------------------------------------------------------------------------
 
 
-async def ensure_organization(conn: Connection, *, org_id: str, org_name: str) -> None:
-    """Create the organization unless it exists (for the built-in default organization)."""
+@dataclass(frozen=True)
+class JsonEntry:
+    """A JSON entry under an id the caller chose (an import's)."""
+
+    content_id: uuid.UUID
+    namespace: str
+    text: str  # the canonical JSON text: the content, and what was embedded
+    metadata: dict[str, Any]
+    created_at: datetime
+
+
+# Added under new ids, rewritten under stored ones (migration 0018's ``write_contents``).
+WRITE_JSON = function_call(
+    "write_contents",
+    ("org_id", "org_name", "content_ids", "namespaces", "contents", "metadata", "embeddings", "created_at"),
+)
+
+
+async def write_json(
+    conn: Connection,
+    *,
+    org_id: str,
+    org_name: str,
+    entries: Sequence[JsonEntry],
+    embeddings: Sequence[Sequence[float]],
+) -> None:
+    """Write ``entries`` with their vectors, the organization made on first sight: a new id is added, a stored
+    one gets the new content, metadata and vectors (its time stays)."""
     await conn.execute(
-        pg_insert(organizations).values(org_id=org_id, org_name=org_name).on_conflict_do_nothing(),
+        WRITE_JSON,
+        {
+            "org_id": org_id,
+            "org_name": org_name,
+            "content_ids": [e.content_id for e in entries],
+            "namespaces": [e.namespace for e in entries],
+            "contents": [e.text for e in entries],
+            "metadata": [json.dumps(e.metadata) for e in entries],
+            "embeddings": vector_params.many(embeddings),
+            "created_at": [e.created_at for e in entries],
+        },
     )
 
 

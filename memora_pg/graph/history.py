@@ -1,8 +1,8 @@
 """History events of memories changed through the mem0-style API (ADD, UPDATE, DELETE).
 
-Events are written in the transaction of the change they describe: the ADD events of new
-memories by the function that writes the memories (``add_memories``, :data:`memora_pg.graph.saves.ADD`);
-the others by :func:`record`.
+Events are written in the transaction of the change they describe, by the schema's ``record_history``
+(migration 0018): the ADD events of new memories by the function that writes the memories
+(``add_memories``, :data:`memora_pg.graph.saves.ADD`); the others, and an import's, by :func:`record`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
@@ -42,10 +43,15 @@ class Event:
     new_memory: str | None
     actor_id: str | None = None
     role: str | None = None
+    # An event copied from elsewhere (an import) keeps its id, time and deleted flag; None: a new id, now,
+    # and a DELETE event is a deletion.
+    event_id: uuid.UUID | None = None
+    at: datetime | None = None
+    deleted: bool | None = None
 
 
-# Events are written by the schema's ``record_history`` (migration 0016), as ``add_memories`` writes the
-# ADD events: on Citus every event of an organization takes its ``seq`` on the same node.
+# Events are written by the schema's ``record_history``, as ``add_memories`` writes the ADD events: on Citus
+# every event of an organization takes its ``seq`` on the same node.
 RECORD = function_call(
     "record_history",
     (
@@ -59,20 +65,22 @@ RECORD = function_call(
         "actor_ids",
         "roles",
         "at",
+        "deleted",
     ),
 )
 
 
-async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> None:
+async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> int:
     """Write events in the caller's transaction, so they commit with the change they describe; their
-    ``seq`` follows the order given."""
+    ``seq`` follows the order given. An event whose id is recorded already is skipped (an import run
+    again); the number recorded."""
     if not events:
-        return
-    await conn.execute(
+        return 0
+    recorded = await conn.scalar(
         RECORD,
         {
             "org_id": org_id,
-            "event_ids": [uuid.uuid4() for _ in events],
+            "event_ids": [event.event_id or uuid.uuid4() for event in events],
             "memory_ids": [event.memory_id for event in events],
             "user_ids": [event.user_id for event in events],
             "events": [event.event for event in events],
@@ -80,9 +88,11 @@ async def record(conn: Connection, *, org_id: str, events: Sequence[Event]) -> N
             "new_memories": [event.new_memory for event in events],
             "actor_ids": [event.actor_id for event in events],
             "roles": [event.role for event in events],
-            "at": None,  # dated now
+            "at": [event.at for event in events],
+            "deleted": [event.deleted for event in events],
         },
     )
+    return int(recorded or 0)
 
 
 async def for_memory(

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import delete, update
 
 from memora_pg.driver import Connection, Row
-from memora_pg.graph import memories, versions
+from memora_pg.graph import audit, memories, versions
 from memora_pg.graph.render import WITH_AGENT_AND_SOURCES, blocks, to_model
 from memora_pg.models import Interaction, trusted
 from memora_pg.schema import interactions, messages
@@ -64,8 +64,7 @@ def divergence(stored: Sequence[Message], new: Sequence[Message]) -> int:
     return min(len(stored), len(new))
 
 
-# New messages from position ``start`` on: the schema's ``append_messages`` (migration 0016), which a
-# save calls too.
+# New messages from position ``start`` on: the schema's ``append_messages``, which a save calls too.
 APPEND_MESSAGES = function_call("append_messages", ("org_id", "interaction_id", "start", "roles", "contents"))
 
 
@@ -88,6 +87,55 @@ async def append_messages(
             **message_arguments(new),
         },
     )
+
+
+# A turn of a conversation the caller names (migration 0018's ``open_interaction``): the organization and the
+# user made on first use, the interaction opened or locked, the messages appended after the last one.
+OPEN_TURN = function_call(
+    "open_interaction",
+    ("org_id", "org_name", "user_id", "agent_id", "interaction_id", "at", "roles", "contents", *audit.ARGUMENTS),
+)
+
+
+async def append_turn(
+    conn: Connection,
+    *,
+    org_id: str,
+    org_name: str,
+    user_id: str,
+    agent_id: str,
+    interaction_id: str,
+    new: Sequence[Message],
+    audited: audit.Entry | None,
+) -> bool:
+    """Append ``new`` to the user's interaction, opening it on first use; False (nothing written) when the
+    interaction is another user's."""
+    params = {
+        "org_id": org_id,
+        "org_name": org_name,
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "interaction_id": interaction_id,
+        "at": None,  # now
+        **message_arguments(new),
+        **audit.arguments(audited),
+    }
+    return bool(await conn.scalar(OPEN_TURN, params))
+
+
+# The messages of the user's interaction, in order (none when it is another user's or does not exist).
+CONVERSATION = """
+SELECT m.role, m.content
+FROM {schema}.messages AS m
+JOIN {schema}.interactions AS i USING (org_id, interaction_id)
+WHERE m.org_id = :org_id AND m.interaction_id = :interaction_id AND i.user_id = :user_id
+ORDER BY m.msg_position
+"""
+
+
+async def conversation(conn: Connection, *, org_id: str, user_id: str, interaction_id: str) -> list[Message]:
+    params = {"org_id": org_id, "user_id": user_id, "interaction_id": interaction_id}
+    return [Message(row.role, row.content) for row in await conn.fetch(CONVERSATION, params)]
 
 
 async def truncate_messages(conn: Connection, *, org_id: str, interaction_id: str, start: int) -> None:

@@ -24,13 +24,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, Integer, Select, bindparam, delete, select
 
 from memora_pg import vector_params
-from memora_pg.driver import Connection
+from memora_pg.driver import Connection, Row
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph import timeline, versions
+from memora_pg.graph import audit, timeline, versions
 from memora_pg.graph.render import MEMORY_COLUMNS, WITH_NAMES_AND_SOURCES
 from memora_pg.schema import memories
 from memora_pg.sql_text import render
-from memora_pg.statements import FilterShape, Statement
+from memora_pg.statements import FilterShape, Statement, from_json, function_call
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,11 @@ class NewMemory:
     metadata: dict[str, Any] | None = None
     # When the memory stops being current (mem0's expiration_date); None: never.
     expires_at: datetime | None = None
+    # A memory's own user, agent and time, for a write of many users' memories known before it (an import);
+    # None: the call's.
+    user_id: str | None = None
+    agent_id: str | None = None
+    obtained_at: datetime | None = None
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -59,6 +64,20 @@ def memory_params(items: Sequence[NewMemory]) -> dict[str, Any]:
         "expires_at": [item.expires_at for item in items],
         "source_memory_ids": [item.memory_id for item in items for _ in sorted(set(item.positions))],
         "source_positions": [position for item in items for position in sorted(set(item.positions))],
+    }
+
+
+def owner_params(items: Sequence[NewMemory]) -> dict[str, Any]:
+    """Each memory's own user, agent and time for ``write_memories`` (migration 0018); an argument no item
+    gives is NULL, the call's."""
+
+    def given(values: list[Any]) -> list[Any] | None:
+        return values if any(value is not None for value in values) else None
+
+    return {
+        "user_ids": given([item.user_id for item in items]),
+        "agent_ids": given([item.agent_id for item in items]),
+        "obtained_at": given([item.obtained_at for item in items]),
     }
 
 
@@ -101,72 +120,57 @@ async def make_unsearchable(
     return await conn.execute(UNSEARCHABLE_FOR_ORG, {"org_id": org_id})
 
 
-# A memory's new text, vectors and metadata, keeping its id (the mem0-style update).
-REWRITE = """
-WITH old AS (
-    SELECT memory_id, memory, user_id FROM {schema}.memories
-    WHERE org_id = :org_id AND memory_id = :memory_id
-    FOR UPDATE
+@dataclass(frozen=True)
+class Change:
+    """A memory changed in place: its new text and vector (None: both kept), metadata merged into its own,
+    and, with ``set_expiry``, its new expiry."""
+
+    memory_id: uuid.UUID
+    text: str | None
+    embedding: Sequence[float] | None
+    metadata: dict[str, Any]
+    set_expiry: bool = False
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Before:
+    """A memory as it was before a :class:`Change`."""
+
+    memory_id: uuid.UUID
+    user_id: str
+    text: str
+    metadata: dict[str, Any]
+
+
+# Memories changed in place, with their UPDATE events and the audit row (migration 0018's ``update_memories``).
+UPDATE_IN_PLACE = function_call(
+    "update_memories",
+    ("org_id", "memory_ids", "memories", "embeddings", "metadata", "set_expiry", "expires_at", *audit.ARGUMENTS),
 )
-UPDATE {schema}.memories AS m
-SET memory = :memory,
-    embedding = CAST(:embedding AS vector),
-    search_text = {schema}.to_search_text(:memory),
-    metadata = CAST(:metadata AS jsonb),
-    expires_at = CAST(:expires_at AS timestamptz)
-FROM old
-WHERE m.org_id = :org_id AND m.memory_id = old.memory_id
-RETURNING old.memory AS old_memory, old.user_id
-"""
 
 
-async def rewrite(
-    conn: Connection,
-    *,
-    org_id: str,
-    memory_id: uuid.UUID,
-    text: str,
-    embedding: Sequence[float],
-    metadata: dict[str, Any],
-    expires_at: datetime | None,
-) -> tuple[str, str] | None:
-    """Replace a memory's text, vectors, metadata and expiry, keeping its id; (old text, user id), or None
-    if missing."""
-    row = await conn.first(
-        REWRITE,
+def update_in_place(org_id: str, changes: Sequence[Change], audited: audit.Entry | None) -> Statement:
+    """The statement changing ``changes`` in one call; :func:`updated` reads what they were. A memory that is
+    gone is skipped."""
+    return Statement(
+        UPDATE_IN_PLACE,
         {
             "org_id": org_id,
-            "memory_id": memory_id,
-            "memory": text,
-            "embedding": vector_params.one(embedding),
-            "metadata": json_text(metadata),
-            "expires_at": expires_at,
+            "memory_ids": [change.memory_id for change in changes],
+            "memories": [change.text for change in changes],
+            "embeddings": vector_params.many([change.embedding for change in changes]),
+            "metadata": [json_text(change.metadata) for change in changes],
+            "set_expiry": [change.set_expiry for change in changes],
+            "expires_at": [change.expires_at for change in changes],
+            **audit.arguments(audited),
         },
     )
-    return (row.old_memory, row.user_id) if row else None
 
 
-# A memory's new metadata, its text and vectors kept (the mem0-style update without a text).
-SET_METADATA = """
-UPDATE {schema}.memories AS m
-SET metadata = CAST(:metadata AS jsonb), expires_at = CAST(:expires_at AS timestamptz)
-WHERE m.org_id = :org_id AND m.memory_id = :memory_id
-RETURNING m.memory AS old_memory, m.user_id
-"""
-
-
-async def set_metadata(
-    conn: Connection,
-    *,
-    org_id: str,
-    memory_id: uuid.UUID,
-    metadata: dict[str, Any],
-    expires_at: datetime | None,
-) -> tuple[str, str] | None:
-    """Replace a memory's metadata and expiry only; (its text, its user id), or None if it is missing."""
-    params = {"org_id": org_id, "memory_id": memory_id, "metadata": json_text(metadata), "expires_at": expires_at}
-    row = await conn.first(SET_METADATA, params)
-    return (row.old_memory, row.user_id) if row else None
+def updated(rows: Sequence[Row]) -> list[Before]:
+    """What :func:`update_in_place`'s statement changed, as it was, in the order of the changes."""
+    return [Before(row.memory_id, row.user_id, row.old_memory, from_json(row.old_metadata) or {}) for row in rows]
 
 
 async def delete_one(conn: Connection, *, org_id: str, user_id: str, memory_id: uuid.UUID) -> bool:
@@ -327,14 +331,3 @@ def _newest(where: ColumnElement[bool]) -> Select[Any]:
 @lru_cache(maxsize=256)
 def _newest_of_shape(shape: FilterShape) -> Select[Any]:
     return _newest(shape.condition)
-
-
-async def lock_metadata(conn: Connection, *, org_id: str, memory_id: uuid.UUID) -> dict[str, Any] | None:
-    """The memory's metadata, its row locked until the transaction ends; None when it does not exist."""
-    stmt = (
-        select(memories.c.metadata)
-        .where(memories.c.org_id == org_id, memories.c.memory_id == memory_id)
-        .with_for_update()
-    )
-    found: dict[str, Any] | None = await conn.scalar(stmt)
-    return found

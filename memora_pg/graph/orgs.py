@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import insert, select, update
 
 from memora_pg.driver import Connection
 from memora_pg.models import Organization, from_row
 from memora_pg.schema import organizations
+from memora_pg.statements import function_call
+
+# The organization and users a write needs, made on first sight (migration 0018's ``ensure_owners``).
+ENSURE_OWNERS = function_call("ensure_owners", ("org_id", "org_name", "user_ids", "user_names"))
+
+
+async def ensure_owners(
+    conn: Connection, *, org_id: str, org_name: str, user_ids: Sequence[str] = (), user_names: Sequence[str] = ()
+) -> None:
+    """Create the organization and the users unless they exist (a user without a name is named by its id);
+    none is changed."""
+    names = list(user_names) or None
+    await conn.execute(
+        ENSURE_OWNERS, {"org_id": org_id, "org_name": org_name, "user_ids": list(user_ids), "user_names": names}
+    )
 
 
 async def create(conn: Connection, *, org_id: str, org_name: str) -> Organization:

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from memora_pg.driver import Row
 from memora_pg.graph import audit, history, interactions, versions
-from memora_pg.graph.memories import NewMemory, memory_params
+from memora_pg.graph.memories import NewMemory, memory_params, owner_params
 from memora_pg.statements import Statement, function_call
 
 # Each function's arguments, as its statement's parameters are named.
@@ -39,9 +39,13 @@ AUDIT = audit.ARGUMENTS
 SAVE = function_call(
     "save_interaction", (*OWNERS, "interaction_id", "at", "roles", "contents", *MEMORIES, *SOURCES, *LINKS, *AUDIT)
 )
+# Each row's own owners and time (migration 0018), for a write of many users' memories.
+ROW_OWNERS = ("user_ids", "agent_ids", "obtained_at")
 WRITE = function_call(
-    "write_memories", (*OWNERS, "interaction_id", "at", *MEMORIES, "upsert", *SOURCES, *LINKS, *AUDIT)
+    "write_memories", (*OWNERS, "interaction_id", "at", *MEMORIES, "existing", *SOURCES, *LINKS, *AUDIT, *ROW_OWNERS)
 )
+# What ``write_memories`` does with an id that is stored already.
+EXISTING = ("refuse", "upsert", "rewrite")
 ADD = function_call(
     "add_memories",
     (
@@ -117,21 +121,26 @@ class Written:
 def write(
     *,
     org_id: str,
-    user_id: str,
-    agent_id: str,
+    user_id: str | None,
+    agent_id: str | None,
     interaction_id: str | None,
-    at: datetime,
+    at: datetime | None,
     items: Sequence[NewMemory],
     link: bool,
     audited: audit.Entry | None,
-    upsert: bool = False,
+    existing: str = "refuse",
 ) -> Statement:
     """The statement writing ``items`` with their sources (and, with ``link``, their contrary links)
-    and the audit row; :func:`written` reads its result.
+    and the audit row; :func:`written` reads its result. An item's own user, agent and time, where it
+    names them, replace the call's.
 
-    With ``upsert`` an item's id may be stored already: the user's own memory is rewritten, and an id
-    of another user of the organization is ``AlreadyExistsError`` (constraint ``pk_memories``) with
-    nothing written."""
+    ``existing`` says what an id that is stored already means: ``"refuse"``, a unique violation
+    (``AlreadyExistsError``); ``"upsert"``, the user's own memory rewritten and an id of another user of
+    the organization ``AlreadyExistsError`` (constraint ``pk_memories``) with nothing written;
+    ``"rewrite"`` (an import), the stored memory given the item's text, vector, metadata, expiry and
+    owners, its times kept."""
+    if existing not in EXISTING:
+        raise ValueError(f"existing is one of {EXISTING}, not {existing!r}")
     return Statement(
         WRITE,
         {
@@ -141,9 +150,10 @@ def write(
             "interaction_id": interaction_id,
             "at": at,
             **memory_params(items),
-            "upsert": upsert,
+            "existing": existing,
             **versions.link_params(items if link else ()),
             **audit.arguments(audited),
+            **owner_params(items),
         },
     )
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from memora_pg.db import Database
-from memora_pg.driver import Row
 from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.graph import access_tokens
+from memora_pg.graph.access_tokens import TokenRow
 from memora_pg.ids import new_short_id
 
 PREFIX = "mpg_"
@@ -44,7 +44,7 @@ class Bearer:
     user_id: str | None
 
 
-def _info(row: Row) -> TokenInfo:
+def _info(row: TokenRow) -> TokenInfo:
     return TokenInfo(row.token_id, row.org_id, row.user_id, row.token_name, row.created_at, row.revoked_at)
 
 

@@ -1,9 +1,9 @@
 """The changes a mem0-style call makes to existing memories, each with the history event mem0 keeps for it.
 
-A memory rewritten gets an UPDATE event, a memory deleted a DELETE event, each carrying the
-``actor_id`` and ``role`` of the memory's metadata (mem0 keeps them on every event). The functions
-take the caller's transaction and return the events; the caller records them with the rest of its
-work, in one statement (``history.record``).
+A memory changed in place gets an UPDATE event, a memory deleted a DELETE event, each carrying the
+``actor_id`` and ``role`` of the memory's metadata (mem0 keeps them on every event). A change in place
+is one call of the schema's ``update_memories``, which records its events itself; a deletion's events
+are returned, and the caller records them with the rest of its work (``history.record``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from memora_pg.driver import Connection
 from memora_pg.errors import LLMError
 from memora_pg.graph import audit, history, memories
-from memora_pg.mem0.shapes import caller_metadata, expires_at_of, json_metadata, now_iso
+from memora_pg.mem0.shapes import EXPIRATION, caller_metadata, expires_at_of, json_metadata, now_iso
 
 
 def session_of(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
@@ -26,76 +26,27 @@ def session_of(metadata: Mapping[str, Any] | None) -> tuple[str | None, str | No
     return (actor if isinstance(actor, str) else None, role if isinstance(role, str) else None)
 
 
-@dataclass(frozen=True)
-class Rewritten:
-    previous: str
-    user_id: str
-    event: history.Event
-
-    def result(self) -> dict[str, Any]:
-        """mem0's result entry of the rewrite."""
-        return {
-            "id": str(self.event.memory_id),
-            "memory": self.event.new_memory,
-            "event": "UPDATE",
-            "previous_memory": self.previous,
-        }
-
-
-async def rewrite(
-    conn: Connection,
-    *,
-    org_id: str,
-    memory_id: uuid.UUID,
-    text: str,
-    embedding: Sequence[float],
-    metadata: dict[str, Any],
-) -> Rewritten | None:
-    """The memory's new text, vector and metadata (its expiry read from the metadata); None when it is gone."""
-    changed = await memories.rewrite(
-        conn,
-        org_id=org_id,
-        memory_id=memory_id,
-        text=text,
-        embedding=embedding,
-        metadata=metadata,
-        expires_at=expires_at_of(metadata),
+def edit(
+    *, memory_id: uuid.UUID, text: str | None, embedding: Sequence[float] | None, given: dict[str, Any]
+) -> memories.Change:
+    """``update()``'s change: the caller's metadata ``given`` merged into the memory's own (identity keys and
+    the keys this API sets left out; the time of the update set), its text and vector replaced when ``text``
+    is given, and its expiry when ``given`` names its expiration date."""
+    clean = caller_metadata(given, given, "update()")  # an identity key is dropped here and warned of after
+    merged = json_metadata({**clean, "updated_at": now_iso()})
+    return memories.Change(
+        memory_id,
+        text if embedding is not None else None,
+        embedding,
+        merged,
+        set_expiry=EXPIRATION in merged,
+        expires_at=expires_at_of(merged),
     )
-    if changed is None:
-        return None
-    previous, user_id = changed
-    event = history.Event(memory_id, user_id, "UPDATE", previous, text, *session_of(metadata))
-    return Rewritten(previous, user_id, event)
 
 
-async def edit(
-    conn: Connection,
-    *,
-    org_id: str,
-    memory_id: uuid.UUID,
-    text: str | None,
-    embedding: Sequence[float] | None,
-    given: dict[str, Any],
-) -> tuple[history.Event, str] | None:
-    """``update()``'s change: the memory locked as it is read (a concurrent delete cannot slip in before the
-    write), the caller's metadata ``given`` merged into its own (identity keys left out), and its text and
-    vector replaced when ``text`` is given. Its UPDATE event and user; None when it is gone."""
-    current = await memories.lock_metadata(conn, org_id=org_id, memory_id=memory_id)
-    if current is None:
-        return None
-    merged = json_metadata({**current, **caller_metadata(given, current, "update()"), "updated_at": now_iso()})
-    if text is not None and embedding is not None:
-        rewritten = await rewrite(
-            conn, org_id=org_id, memory_id=memory_id, text=text, embedding=embedding, metadata=merged
-        )
-        return None if rewritten is None else (rewritten.event, rewritten.user_id)
-    changed = await memories.set_metadata(
-        conn, org_id=org_id, memory_id=memory_id, metadata=merged, expires_at=expires_at_of(merged)
-    )
-    if changed is None:
-        return None
-    unchanged, user_id = changed
-    return history.Event(memory_id, user_id, "UPDATE", unchanged, unchanged, *session_of(merged)), user_id
+def warn_of_identity_keys(given: dict[str, Any], before: memories.Before) -> None:
+    """mem0's warning for each identity key of ``given`` that would have changed the memory's."""
+    caller_metadata(given, before.metadata, "update()")
 
 
 @dataclass(frozen=True)
@@ -150,24 +101,26 @@ async def apply_decisions(
     """The language model's UPDATE and DELETE decisions of an inferred add (each a memory's row as it was
     shown, with the new text of an update), in the caller's transaction with their history events; mem0's
     result entries. A memory updated that is gone meanwhile is an LLMError, and the transaction rolls back."""
-    events: list[history.Event] = []
     results: list[dict[str, Any]] = []
-    for (row, new_text), vector in zip(updates, update_vectors, strict=True):
-        metadata = {**row["metadata"], "updated_at": now_iso()}
-        rewritten = await rewrite(
-            conn, org_id=org_id, memory_id=row["memory_id"], text=new_text, embedding=vector, metadata=metadata
-        )
-        if rewritten is None:
+    if updates:
+        stamp = {"updated_at": now_iso()}
+        planned = [
+            memories.Change(row["memory_id"], new_text, vector, stamp)
+            for (row, new_text), vector in zip(updates, update_vectors, strict=True)
+        ]
+        before = memories.updated(await conn.run(memories.update_in_place(org_id, planned, None)))
+        if len(before) != len(planned):
             raise LLMError("A memory the language model updated was deleted meanwhile; nothing was changed.")
-        events.append(rewritten.event)
-        results.append(rewritten.result())
+        results += [
+            {"id": str(was.memory_id), "memory": change.text, "event": "UPDATE", "previous_memory": was.text}
+            for was, change in zip(before, planned, strict=True)
+        ]
     deleted, deletion_events = await delete(
         conn,
         org_id=org_id,
         memory_ids=[row["memory_id"] for row in deletions],
         metadata={row["memory_id"]: row["metadata"] for row in deletions},
     )
-    events += deletion_events
     results += [d.result() for d in deleted]
-    await history.record(conn, org_id=org_id, events=events)
+    await history.record(conn, org_id=org_id, events=deletion_events)
     return results

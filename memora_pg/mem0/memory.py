@@ -435,15 +435,14 @@ class AsyncMemory(EmbeddingFace):
         parsed = existing_id(memory_id)
         await self.ensure_ready()
         vector = (await self._embed([text], query=False))[0] if text is not None else None
-        async with self._db.transaction(org_id=self.org_id) as conn:
-            edited = await changes.edit(
-                conn, org_id=self.org_id, memory_id=parsed, text=text, embedding=vector, given=given
-            )
-            if edited is None:
-                raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
-            event, user_id = edited
-            await history.record(conn, org_id=self.org_id, events=[event])
-            await self._audit(conn, "update", user_id, [{"id": str(parsed), "event": "UPDATE"}])
+        change = changes.edit(memory_id=parsed, text=text, embedding=vector, given=given)
+        # One call: the memory locked and changed, its UPDATE event and the audit row (naming its user).
+        audited = changes.audit_entry(self._db.settings.audit, "update", None, [{"id": str(parsed), "event": "UPDATE"}])
+        statement = memories.update_in_place(self.org_id, [change], audited)
+        before = memories.updated(await self._db.execute_one(statement, org_id=self.org_id))
+        if not before:
+            raise MemoryNotFoundError(f"No memory with id {memory_id!r} in collection {self.collection!r}.")
+        changes.warn_of_identity_keys(given, before[0])
         return {"message": "Memory updated successfully!"}
 
     async def delete(self, memory_id: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from memora_pg.errors import InvalidInputError
 from memora_pg.mem0.llm import OpenAILLM
 from memora_pg.mem0.memory import AsyncMemory
 from tests.fake_openai import FakeOpenAIServer
+from tests.integration.helpers import chat, payload
 from tests.scripted_chat import ScriptedChat
 
 
@@ -116,6 +117,33 @@ async def test_history_survives_a_restart_in_order(database_url: str, engine: As
         assert [m.role for m in messages] == ["user", "assistant"] * 3
     finally:
         await graph.close()
+
+
+async def test_a_session_is_an_interaction_the_memora_face_extends(memory: AsyncMemory, engine: AsyncEngine) -> None:
+    """The history provider's turn opens a Memora interaction, with an audit row; the Memora face's
+    update_interaction_and_memories then carries on that same conversation."""
+    provider = MemoraHistoryProvider(memory, user_id="ivy")
+    await provider.save_messages("ivy-session", [Message("user", ["I drink tea"]), Message("assistant", ["Noted."])])
+    graph = PostgresGraphDB(engine, settings=Settings(database_url=memory.database.settings.database_url))
+    try:
+        agent = await graph.create_agent("mem0:mem0", "helper")
+        updated = payload(chat("I drink tea", "Noted.", "Green, mostly", "Green it is."), [("Drinks green tea", [2])])
+        await graph.update_interaction_and_memories("mem0:mem0", agent.agent_id, "ivy", "ivy-session", updated)
+        interaction = await graph.get_interaction("mem0:mem0", "ivy", "ivy-session")
+    finally:
+        await graph.close()
+    assert [m.content for m in interaction.messages or []] == ["I drink tea", "Noted.", "Green, mostly", "Green it is."]
+    assert [m.memory for m in interaction.memories or []] == ["Drinks green tea"]
+    async with engine.connect() as conn:
+        audited = (
+            await conn.execute(
+                text(
+                    "SELECT user_id, agent_id, ids ->> 'interaction_id' FROM memora.audit_log"
+                    " WHERE org_id = 'mem0:mem0' AND method = 'agent_framework.save_messages'"
+                )
+            )
+        ).all()
+    assert [tuple(row) for row in audited] == [("ivy", "agent-framework", "ivy-session")]
 
 
 async def test_tenants_and_users_do_not_meet(memory: AsyncMemory, engine: AsyncEngine) -> None:

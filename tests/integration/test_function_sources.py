@@ -44,7 +44,7 @@ async def test_every_write_function_is_its_current_source(engine: AsyncEngine) -
 def test_a_changed_body_is_seen() -> None:
     """The comparison above reads the body a source declares (it could not pass by comparing nothing)."""
     revision, source = current_sources()["append_messages"]
-    assert revision == "0017"
+    assert revision == "0018"
     body = _BODY.search(render(source, schema=quoted(SCHEMA)))
     assert body
     assert "INSERT INTO" in body[1]

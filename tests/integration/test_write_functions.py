@@ -1,4 +1,4 @@
-"""The write functions of migration 0016 and the statements that call them: every argument a statement
+"""The write functions (migrations 0016-0018) and the statements that call them: every argument a statement
 names is one the function declares (and the other way round), and each function writes every column.
 """
 
@@ -9,12 +9,14 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
+import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg import PostgresGraphDB, Settings
 from memora_pg.db import Database
-from memora_pg.graph import audit, history, interactions, saves, versions
+from memora_pg.graph import audit, autogen_contents, history, interactions, memories, orgs, saves, versions
+from memora_pg.graph.autogen_contents import JsonEntry
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory
 from memora_pg.statements import Statement
@@ -72,6 +74,11 @@ async def test_every_write_statement_names_exactly_the_arguments_its_function_de
         "append_messages": interactions.APPEND_MESSAGES,
         "clock_superseded": versions.CLOCK_LINKED,
         "record_history": history.RECORD,
+        "ensure_owners": orgs.ENSURE_OWNERS,
+        "record_audit": audit.RECORD,
+        "open_interaction": interactions.OPEN_TURN,
+        "write_contents": autogen_contents.WRITE_JSON,
+        "update_memories": memories.UPDATE_IN_PLACE,
     }
     assert set(declared) == set(called)
     for function, sql in called.items():
@@ -240,3 +247,210 @@ async def test_a_contrary_memory_never_supersedes_a_memory_of_its_own_call(
         )
     assert links == [(first.memory_id, before.memory_id)]
     assert ended == [(AT, True)]
+
+
+async def test_a_turn_opens_the_interaction_once_and_appends_after_the_last_message(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    """open_interaction: the organization and the user on first use, the messages numbered on from the last
+    one, an audit row per turn; another user's interaction of the same id is left as it was."""
+    database = Database(engine, settings=settings)
+    org_id = "af:turns"
+
+    async def turn(user_id: str, *texts: str) -> bool:
+        async with database.transaction(org_id=org_id) as conn:
+            return await interactions.append_turn(
+                conn,
+                org_id=org_id,
+                org_name="Turns",
+                user_id=user_id,
+                agent_id="helper",
+                interaction_id="session-1",
+                new=[Message("user", text) for text in texts],
+                audited=audit.Entry("turn", user_id=user_id, ids={"n": len(texts)}),
+            )
+
+    assert await turn("ann", "hello", "I live in Lisbon")
+    assert await turn("ann", "and I have a cat")
+    assert not await turn("bob", "this is not my session")
+    async with engine.connect() as conn:
+        stored = await _rows(
+            conn,
+            "SELECT msg_position, content FROM memora.messages WHERE org_id = :org_id ORDER BY msg_position",
+            org_id=org_id,
+        )
+        owners = await _rows(
+            conn,
+            "SELECT o.org_name, array_agg(u.user_id ORDER BY u.user_id) FROM memora.organizations AS o"
+            " JOIN memora.users AS u USING (org_id) WHERE o.org_id = :org_id GROUP BY o.org_name",
+            org_id=org_id,
+        )
+        audited = await _rows(
+            conn, "SELECT user_id, ids FROM memora.audit_log WHERE org_id = :org_id ORDER BY seq", org_id=org_id
+        )
+        opened = await _rows(
+            conn, "SELECT user_id, agent_id FROM memora.interactions WHERE org_id = :org_id", org_id=org_id
+        )
+    assert stored == [(0, "hello"), (1, "I live in Lisbon"), (2, "and I have a cat")]
+    # bob was made on first use, like ann, but wrote nothing
+    assert owners == [("Turns", ["ann", "bob"])]
+    assert audited == [("ann", {"n": 2}), ("ann", {"n": 1})]
+    assert opened == [("ann", "helper")]
+
+
+async def test_history_keeps_an_events_own_time_and_skips_one_recorded_already(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    database = Database(engine, settings=settings)
+    org_id = "mem0:events"
+    memory_id = uuid.uuid4()
+    added = history.Event(memory_id, "ann", "ADD", None, "likes tea", event_id=uuid.uuid4(), at=AT)
+    # A source that marked a deletion its own way keeps its flag; an event without one is dated now.
+    removed = history.Event(memory_id, "ann", "DELETE", "likes tea", None, event_id=uuid.uuid4(), deleted=False)
+    async with database.transaction(org_id=org_id) as conn:
+        await orgs.ensure_owners(conn, org_id=org_id, org_name="events", user_ids=["ann"])
+        first = await history.record(conn, org_id=org_id, events=[added])
+    async with database.transaction(org_id=org_id) as conn:
+        second = await history.record(conn, org_id=org_id, events=[added, removed])
+    assert (first, second) == (1, 1)
+    async with engine.connect() as conn:
+        events = await _rows(
+            conn,
+            "SELECT event, is_deleted, created_at = :at FROM memora.memory_history WHERE org_id = :org_id ORDER BY seq",
+            org_id=org_id,
+            at=AT,
+        )
+    assert events == [("ADD", False, True), ("DELETE", False, False)]
+
+
+async def test_a_rewrite_gives_stored_memories_their_new_version_and_keeps_their_times(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    """write_memories with existing="rewrite" (an import): memories of many users, each with its own
+    time (its valid and its stored time); a stored id gets the new text, metadata, vector and owner."""
+    database = Database(engine, settings=settings)
+    org_id = "mem0:rewrites"
+    vector = [0.0] * settings.embedding_dimensions
+    vector[1] = 1.0
+    ann_id, bob_id = uuid.uuid4(), uuid.uuid4()
+    later = datetime(2026, 5, 1, tzinfo=timezone.utc)
+
+    def write(ann_text: str, bob_owner: str, at: datetime) -> Statement:
+        items = [
+            NewMemory(
+                ann_id, ann_text, embedding=vector, metadata={"v": ann_text}, user_id="ann", agent_id="", obtained_at=at
+            ),
+            NewMemory(bob_id, "Bob runs", embedding=vector, user_id=bob_owner, agent_id="importer", obtained_at=at),
+        ]
+        return saves.write(
+            org_id=org_id,
+            user_id=None,
+            agent_id=None,
+            interaction_id=None,
+            at=None,
+            items=items,
+            link=False,
+            audited=None,
+            existing="rewrite",
+        )
+
+    async with database.transaction(org_id=org_id) as owners:
+        await orgs.ensure_owners(owners, org_id=org_id, org_name="rewrites", user_ids=["ann", "bob", "carol"])
+    await _run(database, org_id, write("Ann likes tea", "bob", AT))
+    await _run(database, org_id, write("Ann likes coffee", "carol", later))
+    async with engine.connect() as conn:
+        stored = await _rows(
+            conn,
+            "SELECT memory, user_id, agent_id, metadata, obtained_at, stored_at, search_text IS NOT NULL"
+            " FROM memora.memories WHERE org_id = :org_id ORDER BY memory",
+            org_id=org_id,
+        )
+    assert stored == [
+        ("Ann likes coffee", "ann", "", {"v": "Ann likes coffee"}, AT, AT, True),
+        ("Bob runs", "carol", "importer", {}, AT, AT, True),
+    ]
+
+
+async def test_a_write_refuses_an_unknown_treatment_of_stored_ids() -> None:
+    with pytest.raises(ValueError, match="existing"):
+        saves.write(
+            org_id="o",
+            user_id="u",
+            agent_id="a",
+            interaction_id=None,
+            at=AT,
+            items=[],
+            link=False,
+            audited=None,
+            existing="merge",
+        )
+
+
+async def test_json_entries_are_added_under_their_ids_and_rewritten_in_place(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    database = Database(engine, settings=settings)
+    org_id = "langgraph:entries"
+    vector = [0.0] * settings.embedding_dimensions
+    vector[2] = 1.0
+    content_id = uuid.uuid4()
+
+    async def write(text: str, created_at: datetime) -> None:
+        entry = JsonEntry(content_id, "users.ann", text, {"k": text}, created_at)
+        async with database.transaction(org_id=org_id) as conn:
+            await autogen_contents.write_json(
+                conn, org_id=org_id, org_name="Entries", entries=[entry], embeddings=[vector]
+            )
+
+    await write('{"food":"tea"}', AT)
+    await write('{"food":"coffee"}', datetime(2026, 6, 1, tzinfo=timezone.utc))
+    async with engine.connect() as conn:
+        stored = await _rows(
+            conn,
+            "SELECT namespace, content_json, metadata, created_at, search_text IS NOT NULL"
+            " FROM memora.autogen_contents WHERE org_id = :org_id",
+            org_id=org_id,
+        )
+    assert stored == [("users.ann", {"food": "coffee"}, {"k": '{"food":"coffee"}'}, AT, True)]
+
+
+async def test_an_update_in_place_changes_what_is_there_and_records_its_events(
+    engine: AsyncEngine, settings: Settings
+) -> None:
+    """update_memories: text, vector and merged metadata for a memory that is there, its UPDATE event with the
+    actor its metadata names, the audit row naming its user; a memory that is gone is skipped."""
+    database = Database(engine, settings=settings)
+    org_id = "mem0:updates"
+    item = _items(settings.embedding_dimensions)[0]
+    add = saves.add(org_id=org_id, collection="updates", user_id="ann", agent_id="", at=AT, items=[item], audited=None)
+    await _run(database, org_id, add)
+    vector = [0.0] * settings.embedding_dimensions
+    vector[5] = 1.0
+    planned = [
+        memories.Change(item.memory_id, "Jake lives in Porto", vector, {"topic": "move", "mood": "glad"}),
+        memories.Change(uuid.uuid4(), "never stored", vector, {}),
+    ]
+    statement = memories.update_in_place(org_id, planned, audit.Entry("update", ids={"n": 1}))
+    async with database.transaction(org_id=org_id) as conn:
+        before = memories.updated(await conn.run(statement))
+    assert before == [memories.Before(item.memory_id, "ann", "Jake lives in Lisbon", item.metadata or {})]
+    async with engine.connect() as conn:
+        stored = await _rows(
+            conn,
+            "SELECT memory, metadata, search_text::text LIKE '%porto%' FROM memora.memories WHERE org_id = :org_id",
+            org_id=org_id,
+        )
+        events = await _rows(
+            conn,
+            "SELECT event, old_memory, new_memory, actor_id, role FROM memora.memory_history"
+            " WHERE org_id = :org_id ORDER BY seq",
+            org_id=org_id,
+        )
+        audited = await _rows(
+            conn, "SELECT user_id, method FROM memora.audit_log WHERE org_id = :org_id", org_id=org_id
+        )
+    assert stored == [
+        ("Jake lives in Porto", {"topic": "move", "actor_id": "actor", "role": "user", "mood": "glad"}, True)
+    ]
+    assert events[1:] == [("UPDATE", "Jake lives in Lisbon", "Jake lives in Porto", "actor", "user")]
+    assert audited == [("ann", "update")]

@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from memora_pg import vector_params
 from memora_pg.autogen.arguments import DEFAULT_ORG_ID, DEFAULT_ORG_NAME
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import InvalidInputError
-from memora_pg.graph.autogen_contents import canonical_json
+from memora_pg.graph.autogen_contents import JsonEntry, canonical_json, write_json
 from memora_pg.ops.importers.source import (
     COUNT,
     Counts,
@@ -47,7 +46,6 @@ from memora_pg.sql_text import qualified, render
 
 Progress = Callable[[int, int], None]
 ITEM_NAMESPACE = uuid.UUID("5f0c1a3e-8d2b-4c61-a7e4-3b9d0f2c6a18")
-JSON = "application/json"
 # The source's items, in the order of their keys (``{table}``: its store table, qualified).
 ITEMS = "SELECT prefix, key, value::text AS value, created_at, updated_at, expires_at FROM {table} ORDER BY prefix, key"
 
@@ -70,13 +68,8 @@ class ImportedItems(Counts):
 
 
 @dataclass(frozen=True)
-class Item:
-    content_id: uuid.UUID
-    namespace: str
-    key: str
-    text: str  # the canonical JSON text: the content, and what is embedded
-    metadata: dict[str, Any]
-    created_at: datetime
+class Item(JsonEntry):
+    key: str = ""
 
     @property
     def version(self) -> str:
@@ -109,7 +102,7 @@ def item(row: Any, *, now: datetime) -> Item | Refused | None:
     }
     if expires is not None:
         metadata["langgraph_expires_at"] = expires.isoformat()
-    return Item(content_id(prefix, key), prefix, key, text, metadata, row["created_at"] or updated)
+    return Item(content_id(prefix, key), prefix, text, metadata, row["created_at"] or updated, key=key)
 
 
 VERSIONS = """
@@ -117,27 +110,6 @@ SELECT content_id, metadata ->> 'langgraph_updated_at' AS version
 FROM {schema}.autogen_contents
 WHERE org_id = :org_id AND content_id = ANY(CAST(:content_ids AS uuid[]))
 """
-
-WRITE = render(
-    """
-WITH organization AS (
-    INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :org_name)
-    ON CONFLICT DO NOTHING
-)
-INSERT INTO {schema}.autogen_contents AS c
-    (org_id, content_id, namespace, mime_type, content_json, metadata, embedding, search_text, created_at)
-SELECT :org_id, i.content_id, i.namespace, '{json}', CAST(i.content AS jsonb), CAST(i.metadata AS jsonb),
-       CAST(i.embedding AS vector), {schema}.to_search_text(i.content), i.created_at
-FROM unnest(
-    CAST(:content_ids AS uuid[]), CAST(:namespaces AS text[]), CAST(:contents AS text[]), CAST(:metadata AS text[]),
-    CAST(:embeddings AS text[]), CAST(:created AS timestamptz[])
-) AS i(content_id, namespace, content, metadata, embedding, created_at)
-ON CONFLICT (org_id, content_id) DO UPDATE SET
-    content_json = excluded.content_json, metadata = excluded.metadata, embedding = excluded.embedding,
-    search_text = excluded.search_text
-""",
-    json=JSON,
-)
 
 
 async def import_langgraph(
@@ -205,15 +177,6 @@ async def _write(
     if dry_run or not writes:
         return
     vectors = await embed_checked(embedder, [i.text for i in writes], query=False)
-    params = {
-        "org_id": source.org_id,
-        "org_name": DEFAULT_ORG_NAME if source.org_id == DEFAULT_ORG_ID else source.org_id,
-        "content_ids": [i.content_id for i in writes],
-        "namespaces": [i.namespace for i in writes],
-        "contents": [i.text for i in writes],
-        "metadata": [json.dumps(i.metadata) for i in writes],
-        "embeddings": [vector_params.as_text(v) for v in vectors],
-        "created": [i.created_at for i in writes],
-    }
+    org_name = DEFAULT_ORG_NAME if source.org_id == DEFAULT_ORG_ID else source.org_id
     async with database.transaction(org_id=source.org_id) as conn:
-        await conn.execute(WRITE, params)
+        await write_json(conn, org_id=source.org_id, org_name=org_name, entries=writes, embeddings=vectors)

@@ -32,6 +32,8 @@ from memora_pg import vector_params
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, embed_checked
 from memora_pg.errors import ConfigurationError, InvalidInputError, NotFoundError
+from memora_pg.graph import history, orgs, saves
+from memora_pg.graph.memories import NewMemory
 from memora_pg.mem0.shapes import NO_USER
 from memora_pg.ops.importers import deferred_index
 from memora_pg.ops.importers import mem0_records as records
@@ -150,64 +152,6 @@ WHERE h.org_id = :org_id AND h.memory_id = ANY(CAST(:memory_ids AS uuid[])) AND 
   AND NOT EXISTS (SELECT 1 FROM {schema}.memories AS m WHERE m.org_id = h.org_id AND m.memory_id = h.memory_id)
 """
 
-# The organization and the batch's users, made on first sight: the head of both writes.
-SCOPE = """
-WITH organization AS (
-    INSERT INTO {schema}.organizations (org_id, org_name) VALUES (:org_id, :org_name)
-    ON CONFLICT DO NOTHING
-),
-batch_users AS (
-    INSERT INTO {schema}.users (org_id, user_id, user_name)
-    SELECT DISTINCT :org_id, u, u FROM unnest(CAST(:user_ids AS text[])) AS u
-    ON CONFLICT DO NOTHING
-)"""
-
-# The memories: new ones added, changed ones rewritten, in one statement.
-WRITE_MEMORIES = render(
-    """
-{scope}
-INSERT INTO {schema}.memories AS m
-    (org_id, memory_id, user_id, agent_id, memory, obtained_at, stored_at, metadata, embedding, search_text, expires_at)
-SELECT :org_id, r.memory_id, r.user_id, r.agent_id, r.memory, r.created_at, r.created_at,
-       CAST(r.metadata AS jsonb), CAST(r.embedding AS vector), {schema}.to_search_text(r.memory), r.expires_at
-FROM unnest(
-    CAST(:memory_ids AS uuid[]), CAST(:user_ids AS text[]), CAST(:agent_ids AS text[]), CAST(:texts AS text[]),
-    CAST(:created AS timestamptz[]), CAST(:metadata AS text[]), CAST(:embeddings AS text[]),
-    CAST(:expires AS timestamptz[])
-) AS r(memory_id, user_id, agent_id, memory, created_at, metadata, embedding, expires_at)
-ON CONFLICT (org_id, memory_id) DO UPDATE SET
-    user_id = excluded.user_id, agent_id = excluded.agent_id, memory = excluded.memory,
-    metadata = excluded.metadata, embedding = excluded.embedding, search_text = excluded.search_text,
-    expires_at = excluded.expires_at
-""",
-    scope=SCOPE,
-)
-
-# Events in the source's order (their seq follows it), each once.
-WRITE_EVENTS = render(
-    """
-{scope},
-written AS (
-    INSERT INTO {schema}.memory_history
-        (org_id, event_id, memory_id, user_id, event, old_memory, new_memory, actor_id, role, is_deleted, created_at)
-    SELECT :org_id, e.event_id, e.memory_id, e.user_id, e.event, e.old_memory, e.new_memory, e.actor_id, e.role,
-           e.is_deleted, e.at
-    FROM unnest(
-        CAST(:event_ids AS uuid[]), CAST(:memory_ids AS uuid[]), CAST(:user_ids AS text[]), CAST(:events AS text[]),
-        CAST(:old AS text[]), CAST(:new AS text[]), CAST(:actors AS text[]), CAST(:roles AS text[]),
-        CAST(:deleted AS boolean[]), CAST(:at AS timestamptz[])
-    ) WITH ORDINALITY
-        AS e(event_id, memory_id, user_id, event, old_memory, new_memory, actor_id, role, is_deleted, at, n)
-    ORDER BY e.n
-    ON CONFLICT (org_id, event_id) DO NOTHING
-    RETURNING 1
-)
-SELECT count(*) FROM written
-""",
-    scope=SCOPE,
-)
-
-
 EVENTS_PRESENT = """
 SELECT count(*) FROM {schema}.memory_history
 WHERE org_id = :org_id AND event_id = ANY(CAST(:ids AS uuid[]))
@@ -232,7 +176,7 @@ async def _check_kept_vectors(
     with_vectors = [m for m in batch if m.vector][:wanted]
     ours = await embed_checked(embedder, [m.text for m in with_vectors], query=False)
     for kept, made in zip(with_vectors, ours, strict=True):
-        theirs = [float(x) for x in (kept.vector or "[]").strip("[]").split(",")]
+        theirs = vector_params.parse(kept.vector or "[]")
         similarity = _cosine(theirs, made)
         if similarity < SAME_MODEL:
             raise ConfigurationError(
@@ -350,27 +294,44 @@ async def _write_memories(
     if dry_run or not writes:
         return
     # Kept vectors where the source has one (checked to be the embedder's); the others made here.
-    vectors: list[str | None] = [m.vector if keep_vectors else None for m in writes]
+    vectors: list[Sequence[float] | None] = [
+        vector_params.parse(m.vector) if keep_vectors and m.vector else None for m in writes
+    ]
     missing = [n for n, v in enumerate(vectors) if v is None]
     made = await embed_checked(embedder, [writes[n].text for n in missing], query=False)
     for n, vector in zip(missing, made, strict=True):
-        vectors[n] = vector_params.as_text(vector)
+        vectors[n] = vector
     done.vectors_embedded += len(missing)
     done.vectors_kept += len(writes) - len(missing)
-    params = {
-        "org_id": source.org_id,
-        "org_name": source.collection,
-        "memory_ids": [m.memory_id for m in writes],
-        "user_ids": [m.user_id for m in writes],
-        "agent_ids": [m.agent_id for m in writes],
-        "texts": [m.text for m in writes],
-        "created": [m.created_at for m in writes],
-        "metadata": [json.dumps({**m.metadata, IMPORTED_VERSION: m.version}) for m in writes],
-        "embeddings": vectors,
-        "expires": [m.expires_at for m in writes],
-    }
+    items = [
+        NewMemory(
+            memory_id=m.memory_id,
+            text=m.text,
+            embedding=vector,
+            metadata={**m.metadata, IMPORTED_VERSION: m.version},
+            expires_at=m.expires_at,
+            user_id=m.user_id,
+            agent_id=m.agent_id,
+            obtained_at=m.created_at,
+        )
+        for m, vector in zip(writes, vectors, strict=True)
+    ]
+    # A memory is stored and known since its source created it; a changed one gets the new version.
+    statement = saves.write(
+        org_id=source.org_id,
+        user_id=None,
+        agent_id=None,
+        interaction_id=None,
+        at=None,
+        items=items,
+        link=False,
+        audited=None,
+        existing="rewrite",
+    )
     async with database.transaction(org_id=source.org_id) as conn:
-        await conn.execute(WRITE_MEMORIES, params)
+        users = sorted({m.user_id for m in writes})
+        await orgs.ensure_owners(conn, org_id=source.org_id, org_name=source.collection, user_ids=users)
+        await conn.run(statement)
 
 
 async def _write_events(
@@ -398,23 +359,26 @@ async def _write_events(
             done.events_present += present
             done.events_added += len(batch) - present
         else:
-            params = {
-                "org_id": source.org_id,
-                "org_name": source.collection,
-                "event_ids": [e.event_id for e in batch],
-                "memory_ids": [e.memory_id for e in batch],
-                # mem0 keeps no user with an event; a deleted memory's events go to the collection's ''.
-                "user_ids": [users_of.get(e.memory_id, NO_USER) for e in batch],
-                "events": [e.event for e in batch],
-                "old": [e.old_memory for e in batch],
-                "new": [e.new_memory for e in batch],
-                "actors": [e.actor_id for e in batch],
-                "roles": [e.role for e in batch],
-                "deleted": [e.is_deleted for e in batch],
-                "at": [e.at for e in batch],
-            }
+            events = [
+                history.Event(
+                    e.memory_id,
+                    # mem0 keeps no user with an event; a deleted memory's events go to the collection's ''.
+                    users_of.get(e.memory_id, NO_USER),
+                    e.event,
+                    e.old_memory,
+                    e.new_memory,
+                    e.actor_id,
+                    e.role,
+                    event_id=e.event_id,
+                    at=e.at,
+                    deleted=e.is_deleted,
+                )
+                for e in batch
+            ]
             async with database.transaction(org_id=source.org_id) as conn:
-                added = int(await conn.scalar(WRITE_EVENTS, params) or 0)
+                users = sorted({event.user_id for event in events})
+                await orgs.ensure_owners(conn, org_id=source.org_id, org_name=source.collection, user_ids=users)
+                added = await history.record(conn, org_id=source.org_id, events=events)
             done.events_added += added
             done.events_present += len(batch) - added
         batch.clear()
