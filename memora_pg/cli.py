@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from memora_pg import commands
+from memora_pg import commands, mcp_commands
 from memora_pg.config import Settings, problems
 from memora_pg.errors import MemoraPGError, SchemaNotMigratedError, SettingsError
 
@@ -261,14 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = _command(
         subparsers,
         "mcp",
-        commands.cmd_mcp,
+        mcp_commands.cmd_mcp,
         "serve memory to agents over the Model Context Protocol (needs memora_pg[mcp])",
         "Without --http: over stdio, for one local assistant, acting for --org-id and --user-id.\n"
         "With --http HOST:PORT: streamable HTTP at /mcp for many clients; each request's bearer token\n"
         "(memora-pg mcp token create) decides its organization, under row-level security.",
     )
     mcp.add_argument(
-        "--http", metavar="HOST:PORT", type=commands.host_port, help="serve streamable HTTP instead of stdio"
+        "--http", metavar="HOST:PORT", type=mcp_commands.host_port, help="serve streamable HTTP instead of stdio"
     )
     mcp.add_argument(
         "--public-url",

@@ -14,13 +14,19 @@ dimension (or the configured one, when the default embedder is not installed).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memora_pg.db import Database
+from memora_pg.driver import Connection
 from memora_pg.embeddings import Embedder, default_embedder, dimensions_for_new_database
+from memora_pg.errors import NotFoundError
+from memora_pg.graph import audit
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+T = TypeVar("T")
 
 
 class Face:
@@ -62,6 +68,41 @@ class Face:
         """Release the connections of a database this face made; idempotent."""
         if self._owns_db:
             await self._db.close()
+
+    # -- one transaction of the face's database --------------------------------------------
+
+    async def _audited(
+        self,
+        org_id: str,
+        write: Callable[[Connection], Awaitable[T | None]],
+        *,
+        method: str,
+        missing: str,
+        ids: Callable[[T], dict[str, Any]],
+    ) -> T:
+        """``write`` and its audit row (naming the ``ids`` of what it wrote) in one transaction; a
+        NotFoundError saying ``missing`` when it wrote nothing (what it needed is not there)."""
+        async with self._db.transaction(org_id=org_id) as conn:
+            written = await write(conn)
+            if written is not None:
+                await audit.record(
+                    conn, org_id=org_id, audited=audit.entry(self._db.settings.audit, method, **ids(written))
+                )
+        if written is None:
+            raise NotFoundError(missing)
+        return written
+
+    async def _read(self, org_id: str, read: Callable[[Connection], Awaitable[T]]) -> T:
+        """What ``read`` returns, in a read-only transaction of the organization."""
+        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
+            return await read(conn)
+
+    async def _found(self, org_id: str, read: Callable[[Connection], Awaitable[T | None]], *, missing: str) -> T:
+        """What ``read`` finds, in a read-only transaction; a NotFoundError saying ``missing`` when nothing."""
+        found = await self._read(org_id, read)
+        if found is None:
+            raise NotFoundError(missing)
+        return found
 
     async def __aenter__(self) -> Self:
         await self.ensure_ready()

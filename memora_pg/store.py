@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from memora_pg import interaction_writes as writes
 from memora_pg import tracing
 from memora_pg.config import Settings
 from memora_pg.contract import BaseGraphDB, BaseVectorDB
@@ -26,8 +26,6 @@ from memora_pg.errors import InvalidInputError, NotFoundError
 from memora_pg.face import Face
 from memora_pg.graph import agents, audit, erase, interactions, memories, orgs, saves, timeline, users, versions
 from memora_pg.graph import validate as check
-from memora_pg.graph.interactions import Message
-from memora_pg.graph.memories import NewMemory
 from memora_pg.graph.render import to_model
 from memora_pg.graph.versions import Requested
 from memora_pg.ids import new_short_id, parse_memory_id
@@ -94,21 +92,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         return None if native is None else await native.check_dimensions()
 
     async def _native_vector_db(self) -> PgVectorDB | None:
-        """The associated vector DB when it is memora_pg's own on this database (writes are then atomic)."""
-        store = self.associated_vector_db
-        if not isinstance(store, PgVectorDB):
-            return None
-        if store.database is self._db:
-            return store
-        await self._db.engine()
-        await store.database.engine()
-        return store if store.database.identity() == self._db.identity() else None
-
-    def _foreign_vector_db(self) -> BaseVectorDB | None:
-        store = self.associated_vector_db
-        if store is None or (isinstance(store, PgVectorDB) and store.database is self._db):
-            return None
-        return store
+        return await writes.native_store(self.associated_vector_db, self._db)
 
     # -- organizations -------------------------------------------------------------------
 
@@ -290,7 +274,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         write = await self._prepare(memories_and_interaction, org_id=org_id, user_id=user_id, agent_id=agent_id)
         interaction_id = new_short_id()
         audited = self._entry(
-            "save_interaction_with_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
+            "save_interaction_with_memories", user_id=user_id, agent_id=agent_id, ids=writes.ids(interaction_id, write)
         )
         linear = self.settings.contradiction_chains == "linear"
         statement = saves.save(
@@ -306,17 +290,19 @@ class PostgresGraphDB(Face, BaseGraphDB):
         )
         if not linear and write.foreign is None:
             saved = saves.saved(await self._db.execute_one(statement, org_id=org_id), write.items)
-            _owners_exist(saved)
+            writes.owners_exist(saved)
             unlinked = saved.unlinked
         else:
 
             async def save_then_link(conn: Connection) -> list[uuid.UUID]:
                 saved = saves.saved(await conn.run(statement), write.items)
-                _owners_exist(saved)
-                return await self._linked_and_foreign(conn, org_id, user_id, agent_id, write, saved.unlinked)
+                writes.owners_exist(saved)
+                return await writes.linked_and_foreign(
+                    conn, org_id, user_id, agent_id, write, saved.unlinked, linear=linear
+                )
 
             unlinked = await self._db.retrying(save_then_link, org_id=org_id)
-        _warn_unlinked(unlinked)
+        writes.warn_unlinked(unlinked)
         return interaction_id, write.at
 
     async def update_interaction_and_memories(
@@ -336,7 +322,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
         write = await self._prepare(updated_memories_and_interaction, org_id=org_id, user_id=user_id, agent_id=agent_id)
         audited = self._entry(
-            "update_interaction_and_memories", user_id=user_id, agent_id=agent_id, ids=_ids(interaction_id, write)
+            "update_interaction_and_memories", user_id=user_id, agent_id=agent_id, ids=writes.ids(interaction_id, write)
         )
 
         async def work(conn: Connection) -> list[uuid.UUID]:
@@ -346,7 +332,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
             if locked is None:
                 raise NotFoundError(check.INTERACTION_MISSING)
             stored, agent_exists = locked
-            _owners_exist(saves.Saved(True, agent_exists, []))
+            writes.owners_exist(saves.Saved(True, agent_exists, []))
             start = interactions.divergence(stored, write.messages)
             if start < len(stored):
                 await interactions.truncate_messages(conn, org_id=org_id, interaction_id=interaction_id, start=start)
@@ -354,71 +340,18 @@ class PostgresGraphDB(Face, BaseGraphDB):
                 conn, org_id=org_id, interaction_id=interaction_id, start=start, new=write.messages[start:]
             )
             await interactions.touch(conn, org_id=org_id, interaction_id=interaction_id, agent_id=agent_id, at=write.at)
-            return await self._write_memories(conn, org_id, user_id, agent_id, interaction_id, write, audited)
+            linear = self.settings.contradiction_chains == "linear"
+            return await writes.to_interaction(
+                conn, org_id, user_id, agent_id, interaction_id, write, audited, linear=linear
+            )
 
-        _warn_unlinked(await self._db.retrying(work, org_id=org_id))
+        writes.warn_unlinked(await self._db.retrying(work, org_id=org_id))
         return interaction_id, write.at
 
-    async def _prepare(self, given: object, *, org_id: str, user_id: str, agent_id: str) -> _Write:
-        """Everything a save or update writes, validated and embedded before its transaction opens
-        (each memory's text as a read shows it: :meth:`PgVectorDB.embed_memories`)."""
-        payload = check.payload(given)
-        new_messages = check.messages(payload)
-        items = check.new_memories(payload, len(new_messages))
+    async def _prepare(self, given: object, *, org_id: str, user_id: str, agent_id: str) -> writes.Write:
         native = await self._native_vector_db()
-        return _Write(
-            at=payload.interaction_date,
-            messages=new_messages,
-            items=await _embedded(native, items, org_id=org_id, user_id=user_id, agent_id=agent_id),
-            native=native,
-            foreign=self._foreign_vector_db() if native is None else None,
-        )
-
-    async def _write_memories(
-        self,
-        conn: Connection,
-        org_id: str,
-        user_id: str,
-        agent_id: str,
-        interaction_id: str,
-        write: _Write,
-        audited: audit.Entry | None,
-    ) -> list[uuid.UUID]:
-        """The new memories of an existing interaction, in the caller's transaction; the ones left unlinked."""
-        statement = saves.write(
-            org_id=org_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            interaction_id=interaction_id,
-            at=write.at,
-            items=write.items,
-            link=self.settings.contradiction_chains != "linear",
-            audited=audited,
-        )
-        unlinked = saves.written(await conn.run(statement), write.items).unlinked
-        return await self._linked_and_foreign(conn, org_id, user_id, agent_id, write, unlinked)
-
-    async def _linked_and_foreign(
-        self, conn: Connection, org_id: str, user_id: str, agent_id: str, write: _Write, unlinked: list[uuid.UUID]
-    ) -> list[uuid.UUID]:
-        """After the memories are written: linear chains link each contrary memory to its chain's current
-        version, and a vector store outside this database gets the memories; the ones left unlinked."""
-        if self.settings.contradiction_chains == "linear":
-            unlinked = await versions.link_linear(conn, org_id=org_id, user_id=user_id, contrary=write.items)
-        await self._write_foreign(org_id, user_id, agent_id, write)
-        return unlinked
-
-    async def _write_foreign(self, org_id: str, user_id: str, agent_id: str, write: _Write) -> None:
-        if write.foreign is not None and write.items:
-            # Upstream's order for a store outside this database: last, before the commit.
-            await write.foreign.add_memories(
-                org_id=org_id,
-                user_id=user_id,
-                agent_id=agent_id,
-                memory_ids=[str(item.memory_id) for item in write.items],
-                memories=[item.text for item in write.items],
-                obtained_at=write.at.isoformat(),
-            )
+        foreign = None if native is not None else writes.foreign_store(self.associated_vector_db, self._db)
+        return await writes.prepare(given, native, foreign, org_id=org_id, user_id=user_id, agent_id=agent_id)
 
     async def get_interaction(
         self, org_id: str, user_id: str, interaction_id: str, with_messages: bool = True, with_memories: bool = True
@@ -638,81 +571,10 @@ class PostgresGraphDB(Face, BaseGraphDB):
     def _entry(self, method: str, **fields: Any) -> audit.Entry | None:
         return audit.entry(self.settings.audit, method, **fields)
 
-    async def _audited(
-        self,
-        org_id: str,
-        write: Callable[[Connection], Awaitable[T | None]],
-        *,
-        method: str,
-        missing: str,
-        ids: Callable[[T], dict[str, Any]],
-    ) -> T:
-        """``write`` and its audit row (naming the ``ids`` of what it wrote) in one transaction; a
-        NotFoundError saying ``missing`` when it wrote nothing (what it needed is not there)."""
-        async with self._db.transaction(org_id=org_id) as conn:
-            written = await write(conn)
-            if written is not None:
-                await self._audit(conn, org_id=org_id, method=method, **ids(written))
-        if written is None:
-            raise NotFoundError(missing)
-        return written
-
-    async def _read(self, org_id: str, read: Callable[[Connection], Awaitable[T]]) -> T:
-        """What ``read`` returns, in a read-only transaction of the organization."""
-        async with self._db.transaction(read_only=True, org_id=org_id) as conn:
-            return await read(conn)
-
-    async def _found(self, org_id: str, read: Callable[[Connection], Awaitable[T | None]], *, missing: str) -> T:
-        """What ``read`` finds, in a read-only transaction; a NotFoundError saying ``missing`` when nothing."""
-        found = await self._read(org_id, read)
-        if found is None:
-            raise NotFoundError(missing)
-        return found
-
     async def _audit(self, conn: Connection, *, org_id: str, method: str, **fields: Any) -> None:
         """The call's audit row, in its transaction (unless auditing is off)."""
         await audit.record(conn, org_id=org_id, audited=self._entry(method, **fields))
 
     async def _foreign_after_native_check(self) -> BaseVectorDB | None:
-        return None if await self._native_vector_db() is not None else self._foreign_vector_db()
-
-
-# -- helpers -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Write:
-    at: datetime
-    messages: list[Message]
-    items: list[NewMemory]
-    native: PgVectorDB | None
-    foreign: BaseVectorDB | None
-
-
-async def _embedded(
-    native: PgVectorDB | None, items: list[NewMemory], *, org_id: str, user_id: str, agent_id: str
-) -> list[NewMemory]:
-    """The items with their embeddings, computed before any transaction opens."""
-    if native is None or not items:
-        return items
-    texts = [item.text for item in items]
-    vectors = await native.embed_memories(texts, org_id=org_id, user_id=user_id, agent_id=agent_id)
-    return [replace(item, embedding=vector) for item, vector in zip(items, vectors, strict=True)]
-
-
-def _owners_exist(saved: saves.Saved) -> None:
-    if not saved.user_exists:
-        raise NotFoundError(check.USER_MISSING)
-    if not saved.agent_exists:
-        raise NotFoundError(check.AGENT_MISSING)
-
-
-def _ids(interaction_id: str, write: _Write) -> dict[str, Any]:
-    return {"interaction_id": interaction_id, "memory_ids": [str(item.memory_id) for item in write.items]}
-
-
-def _warn_unlinked(unlinked: list[uuid.UUID]) -> None:
-    for memory_id in unlinked:
-        logger.warning(
-            "contrary memory %s names a memory that does not exist for this user; stored without a link", memory_id
-        )
+        native = await self._native_vector_db()
+        return None if native is not None else writes.foreign_store(self.associated_vector_db, self._db)

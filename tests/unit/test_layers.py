@@ -11,7 +11,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "memora_pg"
 # The faces, and the transactions they choose: above the data layer.
 ABOVE = ("memora_pg.mem0", "memora_pg.autogen", "memora_pg.mcp", "memora_pg.agent_framework", "memora_pg.store",
-         "memora_pg.vector", "memora_pg.db", "memora_pg.ops", "memora_pg.cli", "memora_pg.commands")  # fmt: skip
+         "memora_pg.vector", "memora_pg.db", "memora_pg.ops", "memora_pg.cli", "memora_pg.commands",
+         "memora_pg.interaction_writes")  # fmt: skip
 
 
 def from_above(names: set[str]) -> list[str]:

@@ -89,10 +89,9 @@ def _rate(rate: float | None, empty: str = NONE_YET) -> str:
 
 
 def _totals(report: Report) -> list[tuple[str, str]]:
-    """The headline counts. Memories are told apart by the face that wrote them: those of a conversation
-    (the Memora face, with their source messages) and those written directly (the mem0-style face, MCP,
-    Agent Framework's context provider, the vector store), which never have source messages; so only the
-    former can be orphaned."""
+    """The headline counts. Memories are told apart by the face that wrote them: those of a conversation (the
+    Memora face, with their source messages) and those written directly (the mem0-style face, MCP, Agent
+    Framework's context provider, the vector store), which have no source messages and cannot be orphaned."""
     agents = f"{report.agents:,}"
     if report.registered_agents != report.agents:
         agents += f" ({report.registered_agents:,} registered)"
