@@ -85,12 +85,14 @@ class Face:
         async with self._db.transaction(org_id=org_id) as conn:
             written = await write(conn)
             if written is not None:
-                await audit.record(
-                    conn, org_id=org_id, audited=audit.entry(self._db.settings.audit, method, **ids(written))
-                )
+                await self._record_audit(conn, org_id=org_id, method=method, **ids(written))
         if written is None:
             raise NotFoundError(missing)
         return written
+
+    async def _record_audit(self, conn: Connection, *, org_id: str, method: str, **fields: Any) -> None:
+        """The call's audit row, in its transaction (unless auditing is off)."""
+        await audit.record(conn, org_id=org_id, audited=audit.entry(self._db.settings.audit, method, **fields))
 
     async def _read(self, org_id: str, read: Callable[[Connection], Awaitable[T]]) -> T:
         """What ``read`` returns, in a read-only transaction of the organization."""

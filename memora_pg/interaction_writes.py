@@ -38,23 +38,19 @@ class Write:
     foreign: BaseVectorDB | None
 
 
-async def native_store(store: BaseVectorDB | None, database: Database) -> PgVectorDB | None:
-    """``store`` when it is memora_pg's own on ``database`` (a write of rows and vectors is then atomic)."""
-    if not isinstance(store, PgVectorDB):
-        return None
-    if store.database is database:
-        return store
-    await database.engine()
-    await store.database.engine()
-    return store if store.database.identity() == database.identity() else None
-
-
-def foreign_store(store: BaseVectorDB | None, database: Database) -> BaseVectorDB | None:
-    """``store`` unless it is none or memora_pg's own on ``database`` (ask :func:`native_store` first: a
-    PgVectorDB on another Database of the same server is native too)."""
-    if store is None or (isinstance(store, PgVectorDB) and store.database is database):
-        return None
-    return store
+async def vector_stores(
+    store: BaseVectorDB | None, database: Database
+) -> tuple[PgVectorDB | None, BaseVectorDB | None]:
+    """Where the memories' vectors go: (``store`` when it is memora_pg's own on ``database``'s server, whose
+    writes commit with the rows; else None) and (``store`` when it is any other, written after the rows)."""
+    if isinstance(store, PgVectorDB):
+        if store.database is database:
+            return store, None
+        await database.engine()
+        await store.database.engine()
+        if store.database.identity() == database.identity():
+            return store, None
+    return None, store
 
 
 async def prepare(

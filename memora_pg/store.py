@@ -88,11 +88,12 @@ class PostgresGraphDB(Face, BaseGraphDB):
 
     async def check_dimensions(self) -> int | None:
         """The associated vector DB's embedder checked against the database, when it is memora_pg's own on it."""
-        native = await self._native_vector_db()
+        native, _ = await self._vector_stores()
         return None if native is None else await native.check_dimensions()
 
-    async def _native_vector_db(self) -> PgVectorDB | None:
-        return await writes.native_store(self.associated_vector_db, self._db)
+    async def _vector_stores(self) -> tuple[PgVectorDB | None, BaseVectorDB | None]:
+        """The associated vector DB as memora_pg's own on this server (writes are then atomic), or as another."""
+        return await writes.vector_stores(self.associated_vector_db, self._db)
 
     # -- organizations -------------------------------------------------------------------
 
@@ -101,7 +102,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         org_id = new_short_id()
         async with self._db.transaction(org_id=org_id) as conn:
             org = await orgs.create(conn, org_id=org_id, org_name=org_name)
-            await self._audit(conn, org_id=org_id, method="create_organization")
+            await self._record_audit(conn, org_id=org_id, method="create_organization")
         return org
 
     async def update_organization(self, org_id: str, new_org_name: str) -> Organization:
@@ -126,7 +127,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         remains to search for afterwards.
         """
         check.require(check.ORG_ID, org_id)
-        foreign = await self._foreign_after_native_check()
+        foreign = await self._foreign_vector_db()
 
         async def work(conn: Connection) -> dict[str, int]:
             counts = await erase.erase_organization(conn, org_id=org_id)
@@ -177,7 +178,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
         async with self._db.transaction(org_id=org_id) as conn:
             if await agents.delete_one(conn, org_id=org_id, agent_id=agent_id):
-                await self._audit(conn, org_id=org_id, method="delete_agent", agent_id=agent_id)
+                await self._record_audit(conn, org_id=org_id, method="delete_agent", agent_id=agent_id)
 
     async def get_agent(self, org_id: str, agent_id: str) -> Agent:
         check.require(check.ORG_AND_AGENT, org_id, agent_id)
@@ -236,12 +237,12 @@ class PostgresGraphDB(Face, BaseGraphDB):
         audited without naming the user: the audit row holds only the counts.
         """
         check.require(check.ORG_AND_USER, org_id, user_id)
-        foreign = await self._foreign_after_native_check()
+        foreign = await self._foreign_vector_db()
 
         async def work(conn: Connection) -> dict[str, int]:
             counts = await erase.erase_user(conn, org_id=org_id, user_id=user_id)
             if counts["users"]:
-                await self._audit(conn, org_id=org_id, method="erase_user", ids={"removed": counts})
+                await self._record_audit(conn, org_id=org_id, method="erase_user", ids={"removed": counts})
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
             return counts
@@ -349,8 +350,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
         return interaction_id, write.at
 
     async def _prepare(self, given: object, *, org_id: str, user_id: str, agent_id: str) -> writes.Write:
-        native = await self._native_vector_db()
-        foreign = None if native is not None else writes.foreign_store(self.associated_vector_db, self._db)
+        native, foreign = await self._vector_stores()
         return await writes.prepare(given, native, foreign, org_id=org_id, user_id=user_id, agent_id=agent_id)
 
     async def get_interaction(
@@ -397,7 +397,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
     async def delete_user_interaction_and_its_memories(self, org_id: str, user_id: str, interaction_id: str) -> None:
         """Delete the interaction, its messages and the memories it produced; raises if it does not exist."""
         check.require(check.ORG_USER_INTERACTION, org_id, user_id, interaction_id)
-        foreign = await self._foreign_after_native_check()
+        foreign = await self._foreign_vector_db()
 
         async def work(conn: Connection) -> None:
             doomed = await interactions.memory_ids(conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id)
@@ -406,7 +406,7 @@ class PostgresGraphDB(Face, BaseGraphDB):
             await interactions.delete_one(
                 conn, org_id=org_id, user_id=user_id, interaction_id=interaction_id, memory_ids=doomed
             )
-            await self._audit(
+            await self._record_audit(
                 conn,
                 org_id=org_id,
                 method="delete_user_interaction_and_its_memories",
@@ -420,11 +420,11 @@ class PostgresGraphDB(Face, BaseGraphDB):
 
     async def delete_all_user_interactions_and_their_memories(self, org_id: str, user_id: str) -> None:
         check.require(check.ORG_AND_USER, org_id, user_id)
-        foreign = await self._foreign_after_native_check()
+        foreign = await self._foreign_vector_db()
 
         async def work(conn: Connection) -> None:
             if await interactions.delete_for_user(conn, org_id=org_id, user_id=user_id):
-                await self._audit(
+                await self._record_audit(
                     conn, org_id=org_id, method="delete_all_user_interactions_and_their_memories", user_id=user_id
                 )
             if foreign is not None:
@@ -542,12 +542,12 @@ class PostgresGraphDB(Face, BaseGraphDB):
         parsed = parse_memory_id(memory_id)
         if parsed is None:
             return
-        foreign = await self._foreign_after_native_check()
+        foreign = await self._foreign_vector_db()
 
         async def work(conn: Connection) -> None:
             deleted = await memories.delete_one(conn, org_id=org_id, user_id=user_id, memory_id=parsed)
             if deleted:
-                await self._audit(
+                await self._record_audit(
                     conn, org_id=org_id, method="delete_user_memory", user_id=user_id, ids={"memory_id": str(parsed)}
                 )
             if foreign is not None and deleted:
@@ -558,11 +558,11 @@ class PostgresGraphDB(Face, BaseGraphDB):
     async def delete_all_user_memories(self, org_id: str, user_id: str) -> None:
         """Delete every memory of the user; interactions and messages stay."""
         check.require(check.ORG_AND_USER, org_id, user_id)
-        foreign = await self._foreign_after_native_check()
+        foreign = await self._foreign_vector_db()
 
         async def work(conn: Connection) -> None:
             if await memories.delete_for_user(conn, org_id=org_id, user_id=user_id):
-                await self._audit(conn, org_id=org_id, method="delete_all_user_memories", user_id=user_id)
+                await self._record_audit(conn, org_id=org_id, method="delete_all_user_memories", user_id=user_id)
             if foreign is not None:
                 await foreign.delete_all_user_memories(org_id, user_id)
 
@@ -571,10 +571,5 @@ class PostgresGraphDB(Face, BaseGraphDB):
     def _entry(self, method: str, **fields: Any) -> audit.Entry | None:
         return audit.entry(self.settings.audit, method, **fields)
 
-    async def _audit(self, conn: Connection, *, org_id: str, method: str, **fields: Any) -> None:
-        """The call's audit row, in its transaction (unless auditing is off)."""
-        await audit.record(conn, org_id=org_id, audited=self._entry(method, **fields))
-
-    async def _foreign_after_native_check(self) -> BaseVectorDB | None:
-        native = await self._native_vector_db()
-        return None if native is not None else writes.foreign_store(self.associated_vector_db, self._db)
+    async def _foreign_vector_db(self) -> BaseVectorDB | None:
+        return (await self._vector_stores())[1]

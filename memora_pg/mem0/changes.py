@@ -36,7 +36,7 @@ def edit(
     merged = json_metadata({**clean, "updated_at": now_iso()})
     return memories.Change(
         memory_id,
-        text if embedding is not None else None,
+        text,
         embedding,
         merged,
         set_expiry=EXPIRATION in merged,
