@@ -19,8 +19,11 @@ Core statement with typed result columns checks, from the types PostgreSQL descr
 would return every column as asyncpg does; a column SQLAlchemy would convert is a programming error
 (cast it in SQL), never a silently different value.
 
-SQLAlchemy offers no public way to the compiled parts this reuses: the private attributes it reads are
-listed, with why, in :mod:`memora_pg.private_api`, and a test checks each on the installed version.
+Everything used here is SQLAlchemy's public API: ``compile()`` with the schema rendered in, the compiled
+statement's ``binds``, ``positiontup``, ``construct_params`` and ``construct_expanded_state``, each type's
+``dialect_impl().bind_processor()`` and ``result_processor()``, and ``AsyncConnection`` for the checkout
+(``docs/execution.md`` says why, with the figures). The two private names left, a statement's cache key
+and the engine's echo, are listed in :mod:`memora_pg.private_api`.
 """
 
 from __future__ import annotations
@@ -33,10 +36,9 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.util.concurrency import greenlet_spawn
 
 from memora_pg import fair_checkout, vector_params
 from memora_pg.errors import CommitOutcomeUnknownError, ConfigurationError, ConnectionLostError, MemoraPGError
@@ -89,7 +91,6 @@ class Prepared:
         "dialect",
         "expanding",
         "names",
-        "preparer",
         "processors",
         "result_types",
         "schema",
@@ -98,26 +99,19 @@ class Prepared:
 
     def __init__(self, compiled: SQLCompiler, schema: str) -> None:
         self.dialect: Dialect = compiled.dialect
-        self.preparer = compiled.preparer
         self.schema = schema
-        self.sql: str = self._in_schema(compiled.string)
+        self.sql: str = compiled.string  # compiled with the schema rendered in (see _compile)
         self.names: tuple[str, ...] = tuple(compiled.positiontup or ())
         self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
-        processors: Mapping[str, Any] = compiled._bind_processors or {}  # private: memora_pg.private_api
         # A tuple's processors (one per element) are SQLAlchemy's to apply, as it expands the tuples.
         self.processors: tuple[Callable[[Any], Any] | None, ...] = (
-            () if self.expanding else tuple(processors.get(n) for n in self.names)
+            () if self.expanding else tuple(_bind_processor(compiled.binds.get(n), self.dialect) for n in self.names)
         )
-        self.result_types = tuple(column[3] for column in compiled._result_columns)  # private: as above
+        self.result_types = tuple(column.type for column in getattr(compiled.statement, "exported_columns", ()))
         own_values = any(b.value is not None or b.callable is not None for b in compiled.binds.values())
         self.compiled: SQLCompiler | None = compiled if own_values or self.expanding else None
         # Whether the result columns are known to come back as asyncpg gives them (see check_columns).
         self.checked = not self.result_types
-
-    def _in_schema(self, sql: str) -> str:
-        translate: dict[str | None, str | None] = {None: self.schema}
-        rendered: str = self.preparer._render_schema_translates(sql, translate)  # private: memora_pg.private_api
-        return rendered
 
     def bind(self, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
         """The SQL and its positional arguments for a call's values (or the statement's own, by the key
@@ -127,7 +121,7 @@ class Prepared:
             state = self.compiled.construct_expanded_state(params)
             names = state.positiontup or ()
             found = [state.parameters[name] for name in names]
-            return self._in_schema(state.statement), [
+            return state.statement, [
                 _processed(state.processors.get(name), value) for name, value in zip(names, found, strict=True)
             ]
         values = self.compiled.construct_params(params) if self.compiled is not None else params
@@ -155,10 +149,17 @@ def _processed(process: Callable[[Any], Any] | None, value: Any) -> Any:
     return process(value) if process is not None and value is not None else value
 
 
+def _bind_processor(bind: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
+    """How SQLAlchemy converts a parameter of ``bind``'s type for this dialect (None: it sends it as given)."""
+    if bind is None:
+        return None
+    process: Callable[[Any], Any] | None = bind.type.dialect_impl(dialect).bind_processor(dialect)
+    return process
+
+
 def _unconverted(column_type: Any, oid: int, dialect: Dialect) -> bool:
     try:
-        # private: memora_pg.private_api
-        return column_type._cached_result_processor(dialect, oid) is None
+        return column_type.dialect_impl(dialect).result_processor(dialect, oid) is None
     except (TypeError, KeyError, ValueError):
         return False
 
@@ -229,7 +230,11 @@ def _by_shape(cache: _Compiled, statement: Executable, schema: str, dialect: Dia
 
 def _compile(executable: Executable, schema: str, dialect: Dialect) -> Prepared:
     _asyncpg_only(dialect)
-    compiled = executable.compile(dialect=dialect, schema_translate_map={None: schema})  # type: ignore[attr-defined]
+    # render_schema_translate: the schema is in the SQL text, as asyncpg gets it (a statement is compiled
+    # per schema), rather than left as tokens for SQLAlchemy's execution to fill in.
+    compiled = executable.compile(  # type: ignore[attr-defined]
+        dialect=dialect, schema_translate_map={None: schema}, render_schema_translate=True
+    )
     if not isinstance(compiled, SQLCompiler):
         raise TypeError(f"not a statement with parameters ({type(executable).__name__}): send DDL with script()")
     return Prepared(compiled, schema)
@@ -259,12 +264,12 @@ class Connection:
     statement; one that failed, or whose statement was interrupted, is never handed out again.
     """
 
-    __slots__ = ("_engine", "_gate", "_pooled", "discarded", "on_citus", "raw", "schema")
+    __slots__ = ("_checked_out", "_engine", "_gate", "discarded", "on_citus", "raw", "schema")
 
     def __init__(self, engine: AsyncEngine, schema: str) -> None:
         self._engine = engine
         self._gate: fair_checkout.FairGate | None = None
-        self._pooled: Any = None
+        self._checked_out: AsyncConnection | None = None
         self.raw: Any = None
         self.schema = schema
         self.on_citus = False
@@ -277,13 +282,16 @@ class Connection:
         if gate is not None:
             await gate.enter()
         try:
-            pooled = self._pooled = await self._engine.raw_connection()
-            self.raw = pooled.driver_connection  # a checked-out connection always has one
+            # SQLAlchemy's AsyncConnection checks the pooled connection out and back in (its pool events,
+            # reset and invalidation run where they can await); nothing is executed through it.
+            checked_out = self._checked_out = await self._engine.connect()
             try:
+                pooled = checked_out.sync_connection.connection  # type: ignore[union-attr]  # started: it has one
+                self.raw = pooled.driver_connection  # a checked-out connection always has one
                 if not pooled.info.get(VECTOR_CODEC) and await vector_params.register(self.raw):
                     pooled.info[VECTOR_CODEC] = True
             except BaseException:
-                await greenlet_spawn(pooled.invalidate)
+                await _give_back(checked_out, reusable=False)
                 raise
         except BaseException:
             if gate is not None:
@@ -296,8 +304,9 @@ class Connection:
             error is None or (_refused(error) and not self.raw.is_closed() and not self.raw.is_in_transaction())
         )
         try:
+            assert self._checked_out is not None
             # Broken, cancelled or interrupted mid-statement: never hand this connection out again.
-            await greenlet_spawn(self._pooled.close if reusable else self._pooled.invalidate)
+            await _give_back(self._checked_out, reusable=reusable)
         finally:
             if self._gate is not None:
                 self._gate.leave()
@@ -366,6 +375,15 @@ class Connection:
         sql, arguments = await self._sent(statement, params)
         async for row in self.raw.cursor(sql, *arguments, prefetch=batch, record_class=Row):
             yield row
+
+
+async def _give_back(checked_out: AsyncConnection, *, reusable: bool) -> None:
+    """Return a connection to its pool, or close it for good (the pool opens another when needed)."""
+    try:
+        if not reusable:
+            await checked_out.invalidate()
+    finally:
+        await checked_out.close()
 
 
 def checkout(engine: AsyncEngine, schema: str) -> Connection:

@@ -59,6 +59,7 @@ def create_engine(url: str, settings: Settings) -> AsyncEngine:
         # not kept is prepared and planned anew on every call.
         "max_cacheable_statement_size": CACHEABLE_STATEMENT_BYTES,
         "server_settings": {"application_name": "memora_pg"},
+        "connection_class": pool.PeekableConnection,
     }
     if settings.statement_timeout_ms is not None:
         connect_args["server_settings"]["statement_timeout"] = str(settings.statement_timeout_ms)

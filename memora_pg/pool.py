@@ -3,23 +3,31 @@
 SQLAlchemy's own ``pool_pre_ping`` wraps its ping in a transaction (three round trips with
 asyncpg). These listeners ping with one simple-protocol ``SELECT 1``, and skip the ping for a
 connection that came back less than ``pool_pre_ping_idle`` seconds ago unless a non-blocking
-peek at its socket shows the server closed it (``engine.create_engine`` installs them).
+poll of its socket shows the server closed it (``engine.create_engine`` installs them).
 """
 
 from __future__ import annotations
 
-import socket
+import select
 import time
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import exc as sa_exc
 
-try:  # SQLAlchemy 2.1
-    from sqlalchemy.util.concurrency import await_ as _await
-except ImportError:  # SQLAlchemy 2.0
-    from sqlalchemy.util.concurrency import await_only as _await  # type: ignore[no-redef,unused-ignore]
-
 _CHECKED_IN = "memora_pg_checked_in"
+
+
+class PeekableConnection(asyncpg.Connection):  # type: ignore[misc]
+    """An asyncpg connection that keeps its transport where memora_pg can read it (asyncpg hands it to
+    the constructor, and keeps its own copy private): the pool polls its socket (socket_has_news).
+    ``engine.create_engine`` makes its connections of this class (asyncpg's ``connection_class``)."""
+
+    __slots__ = ("transport_for_peeking",)
+
+    def __init__(self, protocol: Any, transport: Any, *rest: Any, **named: Any) -> None:
+        super().__init__(protocol, transport, *rest, **named)
+        self.transport_for_peeking = transport
 
 
 def note_checkin(dbapi_connection: Any, record: Any) -> None:
@@ -47,25 +55,22 @@ def pinger(idle: float) -> Any:
 def socket_has_news(driver: Any) -> bool:
     """Whether the server closed the connection, or sent it something, while it sat in the pool.
 
-    A non-blocking peek at the socket, no round trip. asyncpg reads whatever the server sends
-    as soon as the event loop runs, so the socket of an idle connection is silent; it holds an
-    end of file (or the server's goodbye) only when the server closed the connection and the
-    loop has not run since, e.g. a restart while the loop was blocked. Anything but silence,
-    or a socket this cannot peek at, means: ping.
+    A poll of the socket with no wait, no round trip (one system call). asyncpg reads whatever the
+    server sends as soon as the event loop runs, so the socket of an idle connection is silent; it
+    is readable (an end of file, or the server's goodbye) only when the server closed the connection
+    and the loop has not run since, e.g. a restart while the loop was blocked. Anything but silence,
+    or a socket this cannot poll, means: ping.
     """
-    transport = getattr(driver, "_transport", None)  # private: memora_pg.private_api
+    transport = getattr(driver, "transport_for_peeking", None)  # a PeekableConnection's; else ping
     sock = transport.get_extra_info("socket") if transport is not None else None
-    flags = getattr(socket, "MSG_PEEK", 0) | getattr(socket, "MSG_DONTWAIT", 0)
-    if sock is None or not hasattr(socket, "MSG_DONTWAIT"):
+    if sock is None or not hasattr(select, "poll"):
         return True
     try:
-        with socket.fromfd(sock.fileno(), sock.family, sock.type) as peek:
-            peek.recv(1, flags)
-    except BlockingIOError:
-        return False
-    except OSError:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))  # an error, a hang-up or a closed descriptor shows here too
+    except (OSError, ValueError):
         return True
-    return True
 
 
 def drop_closed_connection(dbapi_connection: Any, record: Any, proxy: Any) -> None:
@@ -88,6 +93,7 @@ def _ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
     if driver is None:
         return
     try:
-        _await(driver.execute("SELECT 1"))
+        # run_async: SQLAlchemy's public way to await the driver inside a pool event.
+        dbapi_connection.run_async(lambda connection: connection.execute("SELECT 1"))
     except Exception as error:  # any failure of the ping means: use another connection
         raise sa_exc.DisconnectionError(f"the connection failed its ping: {error!r}") from error

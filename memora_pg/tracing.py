@@ -165,18 +165,28 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
 
     @functools.wraps(method)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            arguments = signature.bind_partial(*args, **kwargs).arguments
-        except TypeError:  # a call the method itself refuses: let it say how
-            return await method(*args, **kwargs)
+        # The arguments are bound (about 10 µs) only when the span's name needs them or the span records.
+        arguments: Arguments | None = None
+        if callable(operation):
+            try:
+                arguments = signature.bind_partial(*args, **kwargs).arguments
+            except TypeError:  # a call the method itself refuses: let it say how
+                return await method(*args, **kwargs)
+            name = operation(arguments)
+        else:
+            name = operation
         store: Face = args[0]
-        name = operation(arguments) if callable(operation) else operation
         kind = SpanKind.INTERNAL if store.database.embedded else SpanKind.CLIENT
         with tracer.start_as_current_span(
             name, kind=kind, record_exception=False, set_status_on_exception=False
         ) as span:
             recording = span.is_recording()
-            if recording:
+            if recording and arguments is None:
+                try:
+                    arguments = signature.bind_partial(*args, **kwargs).arguments
+                except TypeError:  # as above: the method says how, and the span says nothing more
+                    recording = False
+            if recording and arguments is not None:
                 _describe(span, store, arguments, face, name, method_name)
             try:
                 result = await method(*args, **kwargs)
@@ -184,7 +194,7 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
                 if recording:
                     _failed(span, store, error)
                 raise
-            if recording and name in RECORD_OPERATIONS:
+            if recording and arguments is not None and name in RECORD_OPERATIONS:
                 count = _record_count(name, arguments, result)
                 if count is not None:
                     span.set_attribute("gen_ai.memory.record.count", count)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import Numeric, bindparam, cast, literal, select, tuple_
+from sqlalchemy import Numeric, Text, TypeDecorator, bindparam, cast, literal, select, tuple_
 from sqlalchemy.dialects.postgresql import asyncpg, psycopg
 
 from memora_pg import driver
@@ -102,3 +102,19 @@ def test_another_driver_is_a_configuration_error() -> None:
 )
 def test_the_rows_a_command_touched_come_from_its_tag(status: str, count: int) -> None:
     assert driver.row_count(status) == count
+
+
+class _Shouted(TypeDecorator[str]):
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Any) -> str | None:
+        return value.upper() if value is not None else None
+
+
+def test_a_parameter_is_converted_as_its_type_says() -> None:
+    """Each parameter goes through its type's bind processor, as SQLAlchemy's own execution would send it."""
+    statement = select(memories.c.memory).where(memories.c.memory == bindparam("text", type_=_Shouted()))
+    compiled, _ = driver.prepared(statement, "alpha", DIALECT)
+    assert compiled.bind({"text": "quiet"})[1] == ["QUIET"]
+    assert compiled.bind({"text": None})[1] == [None]
