@@ -67,9 +67,9 @@ test: system-deps install $(MEMORA_BIN)/.installed $(DIFF_BIN)/.installed
 	MEMORA_PG_TEST_POSTGRES=16 $(BIN)/pytest --ignore=tests/upstream --ignore=tests/differential
 	MEMORA_PG_TEST_POSTGRES=18 $(BIN)/pytest --ignore=tests/upstream --ignore=tests/differential --ignore=tests/citus
 
-# Benchmarks at scale (not part of the tests): see bench/README.md and BENCHMARKS.md.
+# Benchmarks at scale (not part of the tests): see bench/README.md; BENCHMARKS.md quotes bench/results/.
 bench: install
-	$(BIN)/python -m bench.run --scale 10k,100k --out BENCHMARKS.md
+	$(BIN)/python -m bench.run --scale 10k,100k --out bench/results/run.md
 
 lint: install
 	$(BIN)/ruff check memora_pg tests alembic bench docs/examples

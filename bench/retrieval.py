@@ -1,7 +1,7 @@
 """Retrieval quality: LoCoMo recall@k of every face's default search, beside the floors of the same run.
 
     python -m bench.retrieval PATH [--updates bench/data/update_detection.json]
-        [--locomo-updates bench/data/locomo_updates.json] [--out BENCHMARKS.md]
+        [--locomo-updates bench/data/locomo_updates.json] [--out bench/results/retrieval.md]
 
 PATH is a LoCoMo-format file (the development set, or the full set a user downloads). Every
 turn is one memory, text ``"<speaker>: <text>"``, stored for one user per conversation through

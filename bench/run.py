@@ -1,4 +1,4 @@
-"""``python -m bench.run``: the whole benchmark, at the scales asked for, into BENCHMARKS.md.
+"""``python -m bench.run``: the whole benchmark, at the scales asked for, into ``--out`` (bench/results/run.md).
 
 For each scale: a database of its own on the benchmark's server, loaded by raw COPY without the
 HNSW index; every figure in exact mode (no HNSW index: what the exact index mode will be);
