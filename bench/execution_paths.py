@@ -26,7 +26,6 @@ import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg  # type: ignore[import-untyped]
-from pgvector.sqlalchemy import Vector
 from sqlalchemy import Column, Integer, MetaData, Table, Text, bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.base import Executable
@@ -44,8 +43,7 @@ TABLE = Table(
     MetaData(),
     Column("id", Integer, primary_key=True),
     Column("body", Text),
-    Column("embedding", Vector(DIMENSIONS)),
-)
+)  # its vectors are read by FIFTY, SQL text, as the data layer reads vectors
 BY_KEY = select(TABLE.c.id, TABLE.c.body).where(TABLE.c.id == bindparam("id"))
 # As the data layer writes a statement that returns vectors: SQL text, its rows as asyncpg decodes them
 # (the typed Core column would have SQLAlchemy convert each vector, which the driver refuses).

@@ -93,14 +93,12 @@ class Prepared:
         "names",
         "processors",
         "result_types",
-        "schema",
         "sql",
     )
 
-    def __init__(self, compiled: SQLCompiler, schema: str) -> None:
+    def __init__(self, compiled: SQLCompiler) -> None:
         self.dialect: Dialect = compiled.dialect
-        self.schema = schema
-        self.sql: str = compiled.string  # compiled with the schema rendered in (see _compile)
+        self.sql: str = compiled.string  # compiled with its schema rendered in (see _compile)
         self.names: tuple[str, ...] = tuple(compiled.positiontup or ())
         self.expanding = bool(compiled.literal_execute_params or compiled.post_compile_params)
         # A tuple's processors (one per element) are SQLAlchemy's to apply, as it expands the tuples.
@@ -237,7 +235,7 @@ def _compile(executable: Executable, schema: str, dialect: Dialect) -> Prepared:
     )
     if not isinstance(compiled, SQLCompiler):
         raise TypeError(f"not a statement with parameters ({type(executable).__name__}): send DDL with script()")
-    return Prepared(compiled, schema)
+    return Prepared(compiled)
 
 
 def _asyncpg_only(dialect: Dialect) -> None:

@@ -163,14 +163,20 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
     signature = inspect.signature(method)
     method_name = method.__name__
 
+    def bound(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Arguments | None:
+        """The call's arguments by name; None for a call the method itself refuses (it says how)."""
+        try:
+            return signature.bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            return None
+
     @functools.wraps(method)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         # The arguments are bound (about 10 µs) only when the span's name needs them or the span records.
         arguments: Arguments | None = None
         if callable(operation):
-            try:
-                arguments = signature.bind_partial(*args, **kwargs).arguments
-            except TypeError:  # a call the method itself refuses: let it say how
+            arguments = bound(args, kwargs)
+            if arguments is None:
                 return await method(*args, **kwargs)
             name = operation(arguments)
         else:
@@ -180,13 +186,11 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
         with tracer.start_as_current_span(
             name, kind=kind, record_exception=False, set_status_on_exception=False
         ) as span:
-            recording = span.is_recording()
-            if recording and arguments is None:
-                try:
-                    arguments = signature.bind_partial(*args, **kwargs).arguments
-                except TypeError:  # as above: the method says how, and the span says nothing more
-                    recording = False
-            if recording and arguments is not None:
+            if span.is_recording() and arguments is None:
+                arguments = bound(args, kwargs)
+            recording = span.is_recording() and arguments is not None
+            if recording:
+                assert arguments is not None
                 _describe(span, store, arguments, face, name, method_name)
             try:
                 result = await method(*args, **kwargs)
@@ -194,7 +198,8 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
                 if recording:
                     _failed(span, store, error)
                 raise
-            if recording and arguments is not None and name in RECORD_OPERATIONS:
+            if recording and name in RECORD_OPERATIONS:
+                assert arguments is not None
                 count = _record_count(name, arguments, result)
                 if count is not None:
                     span.set_attribute("gen_ai.memory.record.count", count)
