@@ -23,6 +23,7 @@ from sqlalchemy import text
 from memora_pg import schema as tables
 from memora_pg.driver import Connection
 from memora_pg.errors import ConfigurationError
+from memora_pg.sql import CITUS_FUNCTIONS, current_sources
 from memora_pg.sql_text import literal, qualified, render
 
 DISTRIBUTION_COLUMN = "org_id"
@@ -42,14 +43,11 @@ def distributed_tables() -> list[str]:
     return [ANCHOR, *ordered]
 
 
-# memories_as_of() of migration 0008 as Citus plans it: PL/pgSQL, whose queries Citus plans as any other.
+# memories_as_of() as Citus plans it: PL/pgSQL, whose queries Citus plans as any other. The script holds a
+# statement a line, so the source's lines are joined (it has no comment but its leading ones).
+_, _MEMORIES_AS_OF_SOURCE = current_sources(CITUS_FUNCTIONS)["memories_as_of"]
 MEMORIES_AS_OF_PLPGSQL = (
-    "CREATE OR REPLACE FUNCTION {schema}.memories_as_of(at timestamptz, clock text DEFAULT 'valid') "
-    "RETURNS SETOF {schema}.memories LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$ BEGIN "
-    "IF {schema}.checked_clock(clock) = 'system' THEN RETURN QUERY SELECT m.* FROM {schema}.memories AS m "
-    "WHERE {schema}.current_in_system_time(m.obtained_at, m.stored_at, m.superseded_at, m.expires_at, at); "
-    "ELSE RETURN QUERY SELECT m.* FROM {schema}.memories AS m "
-    "WHERE {schema}.current_in_valid_time(m.obtained_at, m.valid_until, m.expires_at, at); END IF; END $$;"
+    " ".join(line.strip() for line in _MEMORIES_AS_OF_SOURCE.splitlines() if not line.startswith("--")) + ";"
 )
 
 
@@ -153,7 +151,7 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
     lines += [render(_REFERENCE, schema=schema, table=name) for name in REFERENCE_TABLES]
     lines += [
         "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",
-        "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL (one line here).",
+        "-- (0A000), so the migrations' SQL form becomes the same function in PL/pgSQL.",
         render(MEMORIES_AS_OF_PLPGSQL, schema=schema),
         "-- The write functions, each distributed by its first argument, the organization: a save is one call",
         "-- that the coordinator hands to the organization's worker (one round trip, a one-phase commit).",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from alembic.config import Config
 from alembic.runtime.environment import EnvironmentContext
 from pgvector.sqlalchemy import VECTOR
@@ -93,6 +94,39 @@ def defer_index_build(schema: str, table: str) -> bool:
         text("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(:t)"), {"t": qualified(schema, table)}
     )
     return bool(rows and rows > LARGE_TABLE_ROWS)
+
+
+def tenant_column() -> sa.Column[str]:
+    """A tenant table's first column: the organization its row belongs to (row-level security's key and,
+    on Citus, the distribution column)."""
+    return sa.Column("org_id", sa.Text(), nullable=False)
+
+
+def write_order_column() -> sa.Column[int]:
+    """``seq``: the order rows were written in, which breaks ties of equal times."""
+    return sa.Column("seq", sa.BigInteger(), sa.Identity(always=False), nullable=False)
+
+
+def created_at_column() -> sa.Column[object]:
+    """``created_at``: when the row was written, by the server's clock."""
+    return sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now())
+
+
+def cascading_key(
+    schema: str, table: str, columns: list[str], referred: str, referred_columns: list[str] | None = None
+) -> sa.ForeignKeyConstraint:
+    """The foreign key of ``table``'s ``columns`` to ``referred`` (its same-named columns, unless
+    ``referred_columns``), deleted with the row it refers to, and named ``fk_<table>_<columns>_<referred>``.
+
+    Revisions that ran build their tables with these helpers: their output must never change.
+    """
+    targets = referred_columns or columns
+    return sa.ForeignKeyConstraint(
+        columns,
+        [f"{schema}.{referred}.{column}" for column in targets],
+        name=f"fk_{table}_{'_'.join(columns)}_{referred}",
+        ondelete="CASCADE",
+    )
 
 
 def options() -> MigrationOptions:

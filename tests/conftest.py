@@ -136,7 +136,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def snippet_openai() -> Iterator[FakeOpenAIServer]:
-    """OpenAI's endpoint for the docs' snippets that name a model (tests/doc_snippets.py): 1536-dimensional
+    """OpenAI's endpoint for the docs' snippets that name a model (tests/snippets): 1536-dimensional
     embeddings, as text-embedding-3-small's, and a model that finds one fact in every conversation."""
     with FakeOpenAIServer(1536) as server:
         answer = {"facts": ["Is vegetarian"], "memory": [{"id": "0", "text": "Is vegetarian", "event": "ADD"}]}

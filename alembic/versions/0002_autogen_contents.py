@@ -1,25 +1,16 @@
-"""Entries of the AutoGen memory protocol (PostgresMemory): any mime type, by namespace.
-
-Revision ID: 0002
-Revises: 0001
-Create Date: 2026-11-30
-"""
+"""Entries of the AutoGen memory protocol (PostgresMemory): any mime type, by namespace."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import VECTOR
 from sqlalchemy.dialects import postgresql
 
 from alembic import context, op
-from memora_pg.migrations import options
+from memora_pg.migrations import cascading_key, created_at_column, options, tenant_column, write_order_column
 
-revision: str = "0002"
-down_revision: str | None = "0001"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0002"
+down_revision = "0001"
 
 
 def _dimensions(schema: str, default: int) -> int:
@@ -38,7 +29,7 @@ def upgrade() -> None:
     schema = opts.schema
     op.create_table(
         "autogen_contents",
-        sa.Column("org_id", sa.Text(), nullable=False),
+        tenant_column(),
         sa.Column("content_id", sa.Uuid(), nullable=False),
         sa.Column("namespace", sa.Text(), nullable=False),
         sa.Column("user_id", sa.Text(), nullable=True),
@@ -49,24 +40,14 @@ def upgrade() -> None:
         sa.Column("content_bytes", sa.LargeBinary(), nullable=True),
         sa.Column("metadata", postgresql.JSONB(), nullable=False, server_default=sa.text("'{}'::jsonb")),
         sa.Column("embedding", VECTOR(_dimensions(schema, opts.dimensions)), nullable=True),
-        sa.Column("seq", sa.BigInteger(), sa.Identity(always=False), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        write_order_column(),
+        created_at_column(),
         sa.PrimaryKeyConstraint("org_id", "content_id", name="pk_autogen_contents"),
         sa.CheckConstraint(
             "num_nonnulls(content_text, content_json, content_bytes) = 1", name=op.f("ck_autogen_contents_one_content")
         ),
-        sa.ForeignKeyConstraint(
-            ["org_id"],
-            [f"{schema}.organizations.org_id"],
-            name="fk_autogen_contents_org_id_organizations",
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["org_id", "user_id"],
-            [f"{schema}.users.org_id", f"{schema}.users.user_id"],
-            name="fk_autogen_contents_org_id_user_id_users",
-            ondelete="CASCADE",
-        ),
+        cascading_key(schema, "autogen_contents", ["org_id"], "organizations"),
+        cascading_key(schema, "autogen_contents", ["org_id", "user_id"], "users"),
         schema=schema,
     )
     op.create_index(

@@ -1,24 +1,23 @@
-"""History of the mem0-style API, and a GIN index for metadata filters.
-
-Revision ID: 0003
-Revises: 0002
-Create Date: 2026-11-30
-"""
+"""History of the mem0-style API, and a GIN index for metadata filters."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from alembic import op
-from memora_pg.migrations import defer_index_build, options
+from memora_pg.migrations import (
+    cascading_key,
+    created_at_column,
+    defer_index_build,
+    options,
+    tenant_column,
+    write_order_column,
+)
 
-revision: str = "0003"
-down_revision: str | None = "0002"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0003"
+down_revision = "0002"
 
 
 def upgrade() -> None:
@@ -32,7 +31,7 @@ def upgrade() -> None:
         op.create_index("ix_memories_metadata", "memories", ["metadata"], schema=schema, postgresql_using="gin")
     op.create_table(
         "memory_history",
-        sa.Column("org_id", sa.Text(), nullable=False),
+        tenant_column(),
         sa.Column("event_id", sa.Uuid(), nullable=False),
         sa.Column("memory_id", sa.Uuid(), nullable=False),
         sa.Column("user_id", sa.Text(), nullable=False),
@@ -42,16 +41,11 @@ def upgrade() -> None:
         sa.Column("actor_id", sa.Text(), nullable=True),
         sa.Column("role", sa.Text(), nullable=True),
         sa.Column("is_deleted", sa.Boolean(), nullable=False, server_default=sa.text("false")),
-        sa.Column("seq", sa.BigInteger(), sa.Identity(always=False), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        write_order_column(),
+        created_at_column(),
         sa.PrimaryKeyConstraint("org_id", "event_id", name="pk_memory_history"),
         sa.CheckConstraint("event IN ('ADD', 'UPDATE', 'DELETE')", name=op.f("ck_memory_history_known_event")),
-        sa.ForeignKeyConstraint(
-            ["org_id", "user_id"],
-            [f"{schema}.users.org_id", f"{schema}.users.user_id"],
-            name="fk_memory_history_org_id_user_id_users",
-            ondelete="CASCADE",
-        ),
+        cascading_key(schema, "memory_history", ["org_id", "user_id"], "users"),
         schema=schema,
     )
     op.create_index("ix_memory_history_memory", "memory_history", ["org_id", "memory_id", "seq"], schema=schema)

@@ -4,26 +4,18 @@ The policies let a database role that is not the tables' owner see and write onl
 the organization named by the transaction's ``memora.org_id`` setting (memora_pg sets it when
 ``MEMORA_PG_ROW_LEVEL_SECURITY`` is on), and nothing when it is unset. The owner, and roles with
 BYPASSRLS, are not restricted.
-
-Revision ID: 0005
-Revises: 0004
-Create Date: 2026-11-30
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from alembic import op
-from memora_pg.migrations import options
+from memora_pg.migrations import cascading_key, options, tenant_column, write_order_column
 
-revision: str = "0005"
-down_revision: str | None = "0004"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0005"
+down_revision = "0004"
 
 TENANT_TABLES = (
     "organizations",
@@ -44,24 +36,17 @@ def upgrade() -> None:
     schema = options().schema
     op.create_table(
         "audit_log",
-        sa.Column("org_id", sa.Text(), nullable=False),
+        tenant_column(),
         sa.Column("event_id", sa.Uuid(), nullable=False),
         sa.Column("user_id", sa.Text(), nullable=True),
         sa.Column("agent_id", sa.Text(), nullable=True),
         sa.Column("method", sa.Text(), nullable=False),
         sa.Column("ids", postgresql.JSONB(), nullable=False, server_default=sa.text("'{}'::jsonb")),
         sa.Column("at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
-        sa.Column("seq", sa.BigInteger(), sa.Identity(always=False), nullable=False),
+        write_order_column(),
         sa.PrimaryKeyConstraint("org_id", "event_id", name="pk_audit_log"),
-        sa.ForeignKeyConstraint(
-            ["org_id"], [f"{schema}.organizations.org_id"], name="fk_audit_log_org_id_organizations", ondelete="CASCADE"
-        ),
-        sa.ForeignKeyConstraint(
-            ["org_id", "user_id"],
-            [f"{schema}.users.org_id", f"{schema}.users.user_id"],
-            name="fk_audit_log_org_id_user_id_users",
-            ondelete="CASCADE",
-        ),
+        cascading_key(schema, "audit_log", ["org_id"], "organizations"),
+        cascading_key(schema, "audit_log", ["org_id", "user_id"], "users"),
         schema=schema,
     )
     op.create_index("ix_audit_log_recent", "audit_log", ["org_id", sa.text("at DESC")], schema=schema)

@@ -9,41 +9,23 @@ calls these, so writers and searches cannot disagree on the configuration; chang
 A new database (no memory written yet) gets the configured one, by default ``english``; an
 existing database keeps the configured one, by default ``simple``, which is what its vectors
 were written with before this revision.
-
-Revision ID: 0006
-Revises: 0005
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from sqlalchemy import text
 
 from alembic import context, op
 from memora_pg.migrations import options
+from memora_pg.sql import function_source, installed
+from memora_pg.sql_text import literal
 
-revision: str = "0006"
-down_revision: str | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0006"
+down_revision = "0005"
 
 NEW_DATABASE_CONFIG = "english"
 # What memora_pg wrote full-text vectors with before this revision, unless configured otherwise.
 EARLIER_DEFAULT_CONFIG = "simple"
-
-SEARCH_CONFIG = """
-CREATE OR REPLACE FUNCTION {schema}.search_config() RETURNS regconfig
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN CAST('{config}' AS regconfig)
-"""
-
-TO_SEARCH_TEXT = """
-CREATE OR REPLACE FUNCTION {schema}.to_search_text(memory text) RETURNS tsvector
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN to_tsvector({schema}.search_config(), memory)
-"""
 
 
 def _config(schema: str) -> str:
@@ -58,8 +40,8 @@ def _config(schema: str) -> str:
 
 def upgrade() -> None:
     schema = options().schema
-    op.execute(SEARCH_CONFIG.format(schema=f'"{schema}"', config=_config(schema)))
-    op.execute(TO_SEARCH_TEXT.format(schema=f'"{schema}"'))
+    op.execute(installed(function_source("search_config", revision), schema, config=literal(_config(schema))))
+    op.execute(installed(function_source("to_search_text", revision), schema))
 
 
 def downgrade() -> None:

@@ -2,15 +2,9 @@
 
 ``search_text`` is the schema's ``to_search_text`` of the text that was embedded (text and
 markdown as they are, JSON as its serialized text), set exactly when ``embedding`` is.
-
-Revision ID: 0007
-Revises: 0006
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -18,10 +12,8 @@ from sqlalchemy.dialects import postgresql
 from alembic import op
 from memora_pg.migrations import options
 
-revision: str = "0007"
-down_revision: str | None = "0006"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0007"
+down_revision = "0006"
 
 
 def upgrade() -> None:

@@ -16,130 +16,22 @@ statements calling them, so their conditions reach the indexes:
 ``current_in_valid_time(...)`` and ``current_in_system_time(...)``. On top of them, for reports:
 ``memories_as_of(at, clock)`` (the versions current at ``at``) and the ``memory_timeline`` view
 (one row per version, with both clocks).
-
-Revision ID: 0008
-Revises: 0007
-Create Date: 2026-12-01
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy import text
 
 from alembic import context, op
 from memora_pg.migrations import options
+from memora_pg.sql import function_source, installed, replacing, view_source
 
-revision: str = "0008"
-down_revision: str | None = "0007"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0008"
+down_revision = "0007"
 
-CURRENT_IN_VALID_TIME = """
-CREATE FUNCTION {schema}.current_in_valid_time(
-    obtained_at timestamptz, valid_until timestamptz, expires_at timestamptz, at timestamptz
-) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN obtained_at <= at AND (valid_until IS NULL OR valid_until > at) AND (expires_at IS NULL OR expires_at > at)
-"""
-
-CURRENT_IN_SYSTEM_TIME = """
-CREATE FUNCTION {schema}.current_in_system_time(
-    obtained_at timestamptz, stored_at timestamptz, superseded_at timestamptz, expires_at timestamptz,
-    at timestamptz
-) RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN coalesce(stored_at, obtained_at) <= at
-   AND (superseded_at IS NULL OR superseded_at > at)
-   AND (expires_at IS NULL OR expires_at > at)
-"""
-
-# A clock's name, checked: constant-folded away when the name is a constant.
-CHECKED_CLOCK = """
-CREATE FUNCTION {schema}.checked_clock(clock text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-AS $$
-BEGIN
-    IF clock IS NULL OR clock NOT IN ('valid', 'system') THEN
-        RAISE EXCEPTION 'clock must be ''valid'' or ''system'', not %', coalesce(quote_literal(clock), 'NULL')
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    RETURN clock;
-END
-$$
-"""
-
-# The set-returning function is written with a plain body (not RETURN), which PostgreSQL can
-# inline into the calling query: a condition on org_id and user_id then reaches the btree.
-MEMORIES_AS_OF = """
-CREATE FUNCTION {schema}.memories_as_of(at timestamptz, clock text DEFAULT 'valid')
-RETURNS SETOF {schema}.memories
-LANGUAGE sql STABLE PARALLEL SAFE
-AS $$
-    SELECT m.* FROM {schema}.memories AS m
-    WHERE CASE {schema}.checked_clock(clock)
-              WHEN 'system' THEN {schema}.current_in_system_time(
-                  m.obtained_at, m.stored_at, m.superseded_at, m.expires_at, at)
-              ELSE {schema}.current_in_valid_time(m.obtained_at, m.valid_until, m.expires_at, at)
-          END
-$$
-"""
-
-# On Citus a SQL function whose body reads a distributed table cannot be planned (0A000): there the
-# same function is PL/pgSQL, whose query Citus plans on the coordinator as any other.
-MEMORIES_AS_OF_ON_CITUS = """
-CREATE FUNCTION {schema}.memories_as_of(at timestamptz, clock text DEFAULT 'valid')
-RETURNS SETOF {schema}.memories
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-AS $$
-BEGIN
-    IF {schema}.checked_clock(clock) = 'system' THEN
-        RETURN QUERY SELECT m.* FROM {schema}.memories AS m
-        WHERE {schema}.current_in_system_time(m.obtained_at, m.stored_at, m.superseded_at, m.expires_at, at);
-    ELSE
-        RETURN QUERY SELECT m.* FROM {schema}.memories AS m
-        WHERE {schema}.current_in_valid_time(m.obtained_at, m.valid_until, m.expires_at, at);
-    END IF;
-END
-$$
-"""
-
-
-# The ``current_memories`` view as revision 0004 made it, written out here: a revision keeps the text it
-# ran, whatever later revisions of another file do.
-TOKENS = r"((?<![A-Za-z0-9_])(user_|agent_)[A-Za-z0-9-]+|[^ua]+|.)"
-CURRENT_MEMORIES = f"""
-CREATE OR REPLACE VIEW {{schema}}.current_memories AS
-SELECT m.org_id, m.user_id, owner.user_name, m.agent_id, agent.agent_label, m.interaction_id,
-       m.memory_id, m.memory,
-       CASE WHEN m.memory !~* '(user|agent)_' THEN m.memory ELSE (
-           SELECT string_agg(
-                      CASE lower(token.piece[2])
-                          WHEN 'user_' THEN coalesce(owner.user_name, token.piece[1])
-                          WHEN 'agent_' THEN coalesce(agent.agent_label, token.piece[1])
-                          ELSE token.piece[1]
-                      END, '' ORDER BY token.n)
-           FROM regexp_matches(m.memory, '{TOKENS}', 'gi') WITH ORDINALITY AS token(piece, n)
-       ) END AS rendered,
-       m.obtained_at,
-       (SELECT count(*) FROM {{schema}}.memory_sources AS source
-        WHERE source.org_id = m.org_id AND source.memory_id = m.memory_id) AS source_count
-FROM {{schema}}.memories AS m
-LEFT JOIN {{schema}}.users AS owner ON owner.org_id = m.org_id AND owner.user_id = m.user_id
-LEFT JOIN {{schema}}.agents AS agent ON agent.org_id = m.org_id AND agent.agent_id = m.agent_id
-WHERE NOT EXISTS (
-    SELECT 1 FROM {{schema}}.memory_updates AS newer
-    WHERE newer.org_id = m.org_id AND newer.old_memory_id = m.memory_id
-){{unexpired}}
-"""
-
-
-def _current_memories(schema: str, *, unexpired: bool) -> str:
-    """The ``current_memories`` view of revision 0004, and with ``unexpired`` without expired memories."""
-    condition = "\nAND (m.expires_at IS NULL OR m.expires_at > now())" if unexpired else ""
-    return CURRENT_MEMORIES.replace("{schema}", schema).replace("{unexpired}", condition)
+# Their sources: memora_pg/sql/functions/NAME.0008.sql (and functions/citus/ for Citus's form).
+CLOCK_FUNCTIONS = ("current_in_valid_time", "current_in_system_time", "checked_clock")
 
 
 FILLFACTOR = 90
@@ -158,24 +50,6 @@ def _memories_distributed(quoted: str) -> bool:
         bind.scalar(text(MEMORIES_DISTRIBUTED), {"t": f"{quoted}.memories"})
     )
 
-
-# One row per version. A span ends at the earlier of its successor's start and its expiry, and
-# never before it begins: a back-dated correction that starts earlier leaves an empty span.
-MEMORY_TIMELINE = """
-CREATE VIEW {schema}.memory_timeline AS
-SELECT m.org_id, m.user_id, m.agent_id, m.memory_id, m.memory,
-       edge.old_memory_id AS supersedes,
-       m.obtained_at AS valid_from,
-       CASE WHEN m.valid_until IS NOT NULL OR m.expires_at IS NOT NULL
-            THEN greatest(m.obtained_at, least(m.valid_until, m.expires_at)) END AS valid_to,
-       coalesce(m.stored_at, m.obtained_at) AS system_from,
-       m.superseded_at AS system_to,
-       m.expires_at,
-       m.valid_until IS NULL AND m.superseded_at IS NULL
-           AND (m.expires_at IS NULL OR m.expires_at > now()) AS is_current
-FROM {schema}.memories AS m
-LEFT JOIN {schema}.memory_updates AS edge ON edge.org_id = m.org_id AND edge.new_memory_id = m.memory_id
-"""
 
 INVOKER_RIGHTS = """
 DO $$
@@ -245,12 +119,13 @@ def upgrade() -> None:
         ["org_id", "user_id", sa.text("coalesce(stored_at, obtained_at)")],
         schema=schema,
     )
-    as_of = MEMORIES_AS_OF_ON_CITUS if _memories_distributed(quoted) else MEMORIES_AS_OF
-    for definition in (CURRENT_IN_VALID_TIME, CURRENT_IN_SYSTEM_TIME, CHECKED_CLOCK, as_of, MEMORY_TIMELINE):
-        op.execute(definition.replace("{schema}", quoted))
+    for name in CLOCK_FUNCTIONS:
+        op.execute(installed(function_source(name, revision), schema))
+    op.execute(installed(function_source("memories_as_of", revision, on_citus=_memories_distributed(quoted)), schema))
+    op.execute(installed(view_source("memory_timeline", revision), schema))
     # An expired memory is no longer current: the reporting view agrees with the stores. (Replacing a
     # view resets its options: the invoker's rights are set again.)
-    op.execute(_current_memories(quoted, unexpired=True))
+    op.execute(installed(view_source("current_memories", revision), schema))
     for view in ("memory_timeline", "current_memories"):
         op.execute(INVOKER_RIGHTS.replace("{schema}", quoted).replace("{view}", view))
     op.execute(EXPIRY_FROM_METADATA.replace("{schema}", quoted))
@@ -269,7 +144,7 @@ def downgrade() -> None:
     schema = options().schema
     quoted = f'"{schema}"'
     op.execute(f"DROP VIEW {quoted}.memory_timeline")
-    op.execute(_current_memories(quoted, unexpired=False))
+    op.execute(installed(replacing(view_source("current_memories", "0004")), schema))
     op.execute(INVOKER_RIGHTS.replace("{schema}", quoted).replace("{view}", "current_memories"))
     op.execute(f"DROP FUNCTION {quoted}.memories_as_of(timestamptz, text)")
     op.execute(f"DROP FUNCTION {quoted}.checked_clock(text)")

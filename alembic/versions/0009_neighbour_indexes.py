@@ -9,25 +9,17 @@ probe of an index ordered by write order:
   well (the interaction's memories, the foreign key's deletes);
 * ``(org_id, user_id, seq)`` of the memories of no interaction (mem0-style and vector-store
   writes): a partial index, empty for memories saved with their interaction.
-
-Revision ID: 0009
-Revises: 0008
-Create Date: 2026-12-02
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from alembic import op
 from memora_pg.migrations import options
 
-revision: str = "0009"
-down_revision: str | None = "0008"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0009"
+down_revision = "0008"
 
 
 def upgrade() -> None:

@@ -9,23 +9,15 @@ of the text, or of a JSON entry's text).
 
 The constraint is checked against every row once, in this revision's transaction (a scan of each
 table under its lock: about a second per million rows on a small machine).
-
-Revision ID: 0011
-Revises: 0010
-Create Date: 2026-12-02
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 from memora_pg.migrations import options
 
-revision: str = "0011"
-down_revision: str | None = "0010"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0011"
+down_revision = "0010"
 
 # Each table with vectors, and the text its full-text vector is made of.
 SEARCHED_TEXT = {

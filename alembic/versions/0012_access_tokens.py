@@ -13,27 +13,19 @@ tokens but never mint or revoke one; the command line does that as the owner, as
 
 On a schema already distributed by Citus (``organizations`` is), the table becomes a reference table
 here, as ``memora-pg db distribute`` makes it on a schema distributed after this revision.
-
-Revision ID: 0012
-Revises: 0011
-Create Date: 2026-12-02
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import sqlalchemy as sa
 
 from alembic import op
 from memora_pg.citus import if_distributed
-from memora_pg.migrations import options
+from memora_pg.migrations import created_at_column, options
 from memora_pg.sql_text import render
 
-revision: str = "0012"
-down_revision: str | None = "0011"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0012"
+down_revision = "0011"
 
 
 # The roles that may read the memories (an application role granted "ON ALL TABLES" before this table
@@ -72,7 +64,7 @@ def upgrade() -> None:
         sa.Column("org_id", sa.Text(), nullable=False),
         sa.Column("user_id", sa.Text(), nullable=True),
         sa.Column("token_name", sa.Text(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.func.now()),
+        created_at_column(),
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("token_id", name="pk_access_tokens"),
         sa.UniqueConstraint("token_hash", name="uq_access_tokens_token_hash"),

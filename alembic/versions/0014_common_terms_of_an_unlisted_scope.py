@@ -13,82 +13,21 @@ This revision sizes an unlisted value as the planner does for an equality on it:
 listed value and no NULL holds, shared equally among the other distinct values. A scope is sized
 this way only when the search has already counted it larger than 2,000 rows, and never smaller than
 that.
-
-Revision ID: 0014
-Revises: 0013
-Create Date: 2026-12-03
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 from memora_pg.migrations import options
-from memora_pg.sql_text import render
+from memora_pg.sql import function_source, installed, replacing
 
-revision: str = "0014"
-down_revision: str | None = "0013"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
-
-FUNCTION = """
-CREATE OR REPLACE FUNCTION "{schema}".common_terms(
-    relation text, scope_column text, scope_value text, scope_rows double precision, common_rows double precision
-) RETURNS SETOF text
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-AS $body$
-DECLARE
-    estimated double precision;
-BEGIN
-    -- The scope's rows, as ANALYZE estimated them: its value's listed share of the table, else the
-    -- share of a value not listed (NULL when the revision leaves it unsized).
-    IF scope_value IS NOT NULL THEN
-        SELECT c.reltuples * coalesce(
-            (SELECT v.frequency
-             FROM unnest(CAST(CAST(s.most_common_vals AS text) AS text[]), s.most_common_freqs)
-                  AS v(listed, frequency)
-             WHERE v.listed = scope_value),
-            {unlisted_share}
-        ) INTO estimated
-        FROM pg_stats AS s
-        JOIN pg_class AS c ON c.oid = to_regclass(format('%I.%I', '{schema}', relation))
-        WHERE s.schemaname = '{schema}' AND s.tablename = relation AND s.attname = scope_column;
-    END IF;
-    estimated := greatest(scope_rows, coalesce(estimated, 0));
-    RETURN QUERY
-        SELECT e.lexeme
-        FROM pg_stats AS s
-        CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs)
-             AS e(lexeme, frequency)
-        WHERE s.schemaname = '{schema}' AND s.tablename = relation AND s.attname = 'search_text'
-          AND e.lexeme IS NOT NULL  -- the frequencies end with three of their own (least, most, of nulls)
-          AND e.frequency * estimated >= common_rows;
-END
-$body$
-"""
-
-# An unlisted value's share, as the planner estimates an equality on it: what neither the listed values
-# nor NULL hold, over the distinct values not listed (n_distinct < 0 is a fraction of the rows).
-PLANNERS_SHARE = """(1 - s.null_frac - coalesce((SELECT sum(listed) FROM unnest(s.most_common_freqs) AS listed), 0))
-            / nullif(
-                CASE WHEN s.n_distinct < 0 THEN -s.n_distinct * c.reltuples ELSE s.n_distinct END
-                - coalesce(cardinality(s.most_common_freqs), 0),
-                0
-            )"""
-
-
-def _function(*, planners_share: bool) -> str:
-    return render(
-        FUNCTION,
-        schema=options().schema,
-        unlisted_share=PLANNERS_SHARE if planners_share else "NULL",
-    )
+revision = "0014"
+down_revision = "0013"
 
 
 def upgrade() -> None:
-    op.execute(_function(planners_share=True))
+    op.execute(installed(function_source("common_terms", revision), options().schema))
 
 
 def downgrade() -> None:
-    op.execute(_function(planners_share=False))
+    op.execute(installed(replacing(function_source("common_terms", "0013")), options().schema))

@@ -10,23 +10,15 @@ for each query word, so under steady writes each of those probes read up to 4 MB
 no list (``fastupdate = off``), the saves costing the same within the spread. A small list keeps
 most of what the list is for (a bulk import's entries are still merged in batches) and bounds what a
 search reads.
-
-Revision ID: 0015
-Revises: 0014
-Create Date: 2026-12-03
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 from memora_pg.migrations import options
 
-revision: str = "0015"
-down_revision: str | None = "0014"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0015"
+down_revision = "0014"
 
 # In kB, as the storage parameter counts it.
 PENDING_LIST_KB = 64

@@ -24,26 +24,18 @@ revision distributes them itself; ``memora-pg db distribute`` does it for a sche
 
 Inside a function each statement sees what the ones before it wrote, so a contrary memory's link
 leaves out the call's own new memories: it supersedes a memory that existed before the call.
-
-Revision ID: 0016
-Revises: 0015
-Create Date: 2026-12-03
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 from memora_pg.citus import if_distributed
 from memora_pg.migrations import options
-from memora_pg.sql import function_source
-from memora_pg.sql_text import quoted, render
+from memora_pg.sql import function_source, installed
+from memora_pg.sql_text import render
 
-revision: str = "0016"
-down_revision: str | None = "0015"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0016"
+down_revision = "0015"
 
 # Each function by its name, from its source file of this revision (memora_pg/sql/functions/NAME.0016.sql).
 # PL/pgSQL resolves the functions a body calls when it runs, so any order works.
@@ -65,7 +57,7 @@ DISTRIBUTED_ON_CITUS = """\
 def upgrade() -> None:
     schema = options().schema
     for definition in FUNCTIONS.values():
-        op.execute(render(definition, schema=quoted(schema)))
+        op.execute(installed(definition, schema))
     signatures = ", ".join(f"'\"{schema}\".{name}'::regproc::oid::regprocedure" for name in FUNCTIONS)
     distribute = render(DISTRIBUTED_ON_CITUS, schema=schema, functions=signatures)
     op.execute(if_distributed(schema, distribute, declarations="written regprocedure;"))

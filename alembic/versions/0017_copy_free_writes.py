@@ -14,25 +14,16 @@ with a plain ``INSERT``, which row-level security checks like any other. The ret
 counted. On the delegated path the call still runs on one worker and commits in one phase (a save of
 10 memories as the application role: 17.06 ms p50 before, 17.39 ms after, in the same run); on one
 server the difference is within noise. The rows, their order and every rule are those of 0016.
-
-Revision ID: 0017
-Revises: 0016
-Create Date: 2026-12-06
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 from memora_pg.migrations import options
-from memora_pg.sql import function_source
-from memora_pg.sql_text import quoted, render
+from memora_pg.sql import function_source, installed, replacing
 
-revision: str = "0017"
-down_revision: str | None = "0016"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0017"
+down_revision = "0016"
 
 # The functions this revision replaces, from their source files (memora_pg/sql/functions/NAME.0017.sql); a
 # downgrade puts back revision 0016's (NAME.0016.sql).
@@ -45,11 +36,10 @@ def upgrade() -> None:
     # new body to the workers).
     schema = options().schema
     for definition in FUNCTIONS.values():
-        op.execute(render(definition, schema=quoted(schema)))
+        op.execute(installed(definition, schema))
 
 
 def downgrade() -> None:
     schema = options().schema
     for name in NAMES:
-        before = function_source(name, "0016")
-        op.execute(render(before.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1), schema=quoted(schema)))
+        op.execute(installed(replacing(function_source(name, "0016")), schema))

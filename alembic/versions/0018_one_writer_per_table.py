@@ -25,26 +25,18 @@ a function call.
 ``record_history`` and ``write_memories`` change their arguments, so they are dropped and created again,
 and distributed again on a distributed schema. The others are created or replaced. Each new function
 takes the organization first, so ``memora-pg db distribute`` distributes it too.
-
-Revision ID: 0018
-Revises: 0017
-Create Date: 2026-12-07
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from alembic import op
 from memora_pg.citus import distribute_functions
 from memora_pg.migrations import options
-from memora_pg.sql import function_source
-from memora_pg.sql_text import quoted, render
+from memora_pg.sql import function_source, installed, replacing
+from memora_pg.sql_text import quoted
 
-revision: str = "0018"
-down_revision: str | None = "0017"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
+revision = "0018"
+down_revision = "0017"
 
 # The argument types of the two functions whose arguments change, before and after this revision.
 BEFORE = {
@@ -72,7 +64,7 @@ FUNCTIONS = {name: function_source(name, revision) for name in NAMES}
 
 
 def _run(definition: str, schema: str) -> None:
-    op.execute(render(definition, schema=quoted(schema)))
+    op.execute(installed(definition, schema))
 
 
 def upgrade() -> None:
@@ -89,10 +81,10 @@ def downgrade() -> None:
     schema = options().schema
     # 0017's and 0016's versions, which call each other by position.
     for name in ("add_memories", "save_interaction"):
-        _run(function_source(name, "0016").replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1), schema)
+        _run(replacing(function_source(name, "0016")), schema)
     _run(function_source("append_messages", "0017"), schema)
     for name, arguments in {**AFTER, **NEW}.items():
         op.execute(f"DROP FUNCTION {quoted(schema)}.{name}({arguments})")
     for name in BEFORE:
-        _run(function_source(name, "0017").replace("CREATE OR REPLACE FUNCTION", "CREATE FUNCTION", 1), schema)
+        _run(function_source(name, "0017"), schema)
     op.execute(distribute_functions(schema, [f"{name}({arguments})" for name, arguments in BEFORE.items()]))

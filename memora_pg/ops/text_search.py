@@ -19,7 +19,8 @@ from sqlalchemy import text
 
 from memora_pg.db import Database
 from memora_pg.errors import InvalidInputError, MemoraPGError, sqlstate_of
-from memora_pg.sql_text import render
+from memora_pg.sql import current_sources
+from memora_pg.sql_text import literal, render
 
 # SQLSTATE 42704: undefined_object (no text-search configuration of that name).
 _UNDEFINED_OBJECT = "42704"
@@ -27,11 +28,8 @@ _IDENTIFIER_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_")
 
 CURRENT = "SELECT CAST({schema}.search_config() AS text)"
 
-REPLACE = """
-CREATE OR REPLACE FUNCTION {schema}.search_config() RETURNS regconfig
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
-RETURN CAST('{config}' AS regconfig)
-"""
+# The function as its migration made it (memora_pg/sql/functions), with another configuration.
+_, REPLACE = current_sources()["search_config"]
 
 # Each table's searchable rows and their text (AutoGen's JSON entries by their serialized text).
 SOURCES = {
@@ -90,7 +88,7 @@ async def switch(
         async with database.transaction() as conn:
             await conn.execute(text("SELECT CAST(:config AS regconfig)"), {"config": config})
             # The name is checked above (a plain identifier) and by the cast: it can be part of the DDL.
-            await conn.execute(render(REPLACE, config=config))
+            await conn.execute(render(REPLACE, config=literal(config)))
     except MemoraPGError as error:
         if sqlstate_of(error) == _UNDEFINED_OBJECT:
             raise InvalidInputError(f"The server has no text-search configuration {config!r}.") from error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -139,9 +140,21 @@ async def with_vector_codec(conn: AsyncConnection) -> None:
     await vector_params.register(raw)
 
 
-# The schema's write functions (migration 0016, their sources in memora_pg/sql/functions), by name, each
-# distributed by the organization on Citus.
-WRITE_FUNCTIONS = tuple(current_sources())
+_ARGUMENTS = re.compile(r"FUNCTION \{schema\}\.\w+\((.*?)\)\s*RETURNS", re.DOTALL)
+
+
+def argument_names(source: str) -> list[str]:
+    """The names of the arguments a function's source declares."""
+    declared = _ARGUMENTS.search(source)
+    assert declared, "a source declares FUNCTION {schema}.name(...) RETURNS"
+    return [argument.split()[0] for argument in declared[1].split(",") if argument.strip()]
+
+
+# The schema's write functions (migration 0016 on, their sources in memora_pg/sql/functions), by name: those
+# that take the organization first, each distributed by it on Citus.
+WRITE_FUNCTIONS = tuple(
+    name for name, (_, source) in current_sources().items() if argument_names(source)[:1] == ["p_org_id"]
+)
 
 
 class Recording(HashEmbedder):

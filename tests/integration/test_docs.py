@@ -1,5 +1,5 @@
 """The docs match the code: every Python snippet of README.md and docs/*.md runs, and every command line
-of their shell blocks is one the named program takes (tests/doc_snippets.py finds them)."""
+of their shell blocks is one the named program takes (tests/snippets finds them)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from alembic.config import CommandLine
 
 from memora_pg.cli import build_parser
 from memora_pg.config import environment_names
-from tests.doc_snippets import ROOT, Command, Snippet, commands, run_snippet, snippets
 from tests.fake_openai import FakeOpenAIServer
+from tests.snippets import ROOT, Command, Snippet, commands, run_snippet, snippets
 
 # The snippets of the upstream Memora agent run in its environment: tests/upstream/test_readme.py.
 PYTHON = [snippet for snippet in snippets("python") if not snippet.needs_memora]

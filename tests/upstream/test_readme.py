@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.doc_snippets import Snippet, run_snippet, snippets
 from tests.fake_openai import FakeOpenAIServer
+from tests.snippets import Snippet, run_snippet, snippets
 
 pytest.importorskip("memora", reason="runs in the memora-core environment (make test)")
 

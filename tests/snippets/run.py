@@ -1,4 +1,4 @@
-"""Run one Python snippet of the docs as its reader would: ``python -m tests.run_snippet FILE``.
+"""Run one Python snippet of the docs as its reader would: ``python -m tests.snippets.run FILE``.
 
 A whole program runs as ``__main__``. A fragment, with ``await`` at its top level, runs inside an event
 loop with the names the examples before it made: ``graph`` (a PostgresGraphDB, with its vector store

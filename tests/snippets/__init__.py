@@ -1,7 +1,7 @@
 """The snippets of README.md and docs/*.md, as a reader finds them: each fenced Python block, and each
 command line of the shell blocks.
 
-A Python block runs as the reader would run it (tests/run_snippet.py): a whole program as it is; a
+A Python block runs as the reader would run it (tests/snippets/run.py): a whole program as it is; a
 fragment (``await`` at its top level, names from the examples before it) inside an event loop, with
 those names bound to real stores on the test's server. The server a snippet names as a placeholder
 (``PLACEHOLDER_URL``) is the test's database, and OpenAI's endpoint is a fake one on 127.0.0.1.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tests.fake_openai import FakeOpenAIServer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The database server the README's examples name, and the test's server in their runs.
 PLACEHOLDER_URL = "postgresql://app:secret@db.internal/app"
@@ -99,7 +99,7 @@ def run_snippet(snippet: Snippet, database_url: str, openai: FakeOpenAIServer, w
         "PYTHONPATH": str(ROOT),
     }
     done = subprocess.run(  # noqa: S603 (the docs' own snippet)
-        [sys.executable, "-m", "tests.run_snippet", str(script)],
+        [sys.executable, "-m", "tests.snippets.run", str(script)],
         cwd=workdir,
         env=env,
         capture_output=True,
