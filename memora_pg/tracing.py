@@ -186,9 +186,10 @@ def _traced(method: Callable[..., Any], face: str, operation: Operation) -> Call
         with tracer.start_as_current_span(
             name, kind=kind, record_exception=False, set_status_on_exception=False
         ) as span:
-            if span.is_recording() and arguments is None:
+            recording = span.is_recording()
+            if recording and arguments is None:
                 arguments = bound(args, kwargs)
-            recording = span.is_recording() and arguments is not None
+                recording = arguments is not None
             if recording:
                 assert arguments is not None
                 _describe(span, store, arguments, face, name, method_name)

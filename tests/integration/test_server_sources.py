@@ -16,7 +16,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg.sql import FUNCTIONS, VIEWS, current_sources, installed, replacing
-from memora_pg.sql_text import parts_of
+from memora_pg.sql_text import literal, parts_of
 from tests.integration.helpers import argument_names
 
 SCHEMA = "memora"
@@ -41,7 +41,7 @@ VIEW_OF = "SELECT pg_get_viewdef(CAST(:name AS regclass))"
 async def _parts(conn: AsyncConnection) -> dict[str, str]:
     """What a revision filled in besides the schema: the database's text-search configuration."""
     config = await conn.scalar(text(f'SELECT CAST("{SCHEMA}".search_config() AS text)'))
-    return {"config": f"'{config}'"}
+    return {"config": literal(str(config))}
 
 
 def _renamed(source: str, name: str) -> str:
