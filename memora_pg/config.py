@@ -160,14 +160,22 @@ class Settings(BaseSettings):
         ge=-1,
         lt=1,
         description="Cosine similarity at or below which the dense arm scores 0, for every query; unset: measured "
-        "for each query (search_unrelated_margin), never below the embedder's unrelated_similarity.",
+        "for each query (search_unrelated_margin, search_related_band), never below the embedder's "
+        "unrelated_similarity.",
     )
     search_unrelated_margin: float = Field(
+        default=0.0025,
+        ge=0,
+        lt=1,
+        description="How far above the level of unrelated text (measured per query, memora_pg.embeddings.calibration) "
+        "the query's nearest memory must be for the dense arm to count any memory of that search.",
+    )
+    search_related_band: float = Field(
         default=0.03,
         ge=0,
         lt=1,
-        description="How far above the similarity of unrelated text to the query (measured per query, "
-        "memora_pg.embeddings.calibration) a memory's cosine similarity must be for the dense arm to count it.",
+        description="Once the query's nearest memory is above that level, the dense arm counts every memory whose "
+        "cosine similarity is above the level less this band.",
     )
     search_bm25_k1: float = Field(default=1.2, gt=0, description="BM25 term-frequency saturation.")
     search_neighbour_terms: float = Field(
@@ -343,6 +351,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "search_dense_weight",
         "search_cosine_floor",
         "search_unrelated_margin",
+        "search_related_band",
         "search_bm25_k1",
         "search_neighbour_terms",
         "search_neighbour_boost",

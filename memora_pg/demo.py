@@ -30,14 +30,14 @@ def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]])
     return "\n".join(out) + "\n"
 
 
-def _score_meaning(settings: Settings, floor: float) -> str:
-    """What a search score says, with this run's weights and the question's measured cosine floor."""
+def _score_meaning(settings: Settings, floor: float, gate: float) -> str:
+    """What a search score says, with this run's weights and the question's measured floor and gate."""
     dense = settings.search_dense_weight
     return (
-        f"A score is in [0, 1]: {dense:.0%} meaning (how far the cosine similarity lies above {floor:.3f}: for\n"
-        "this question, where this embedder places unrelated text, plus search_unrelated_margin) and\n"
-        f"{1 - dense:.0%} words (BM25), lifted a little by the memory written just before or after it. Above 0\n"
-        "is related, 0 is not; a memory that answers well scores about 0.1 to 0.5. Read the order first.\n"
+        f"A score is in [0, 1]: {dense:.0%} meaning (how far the cosine similarity lies above {floor:.3f}, once\n"
+        f"the nearest memory is above {gate:.3f}: for this question, where this embedder places text about no\n"
+        f"one) and {1 - dense:.0%} words (BM25), lifted a little by the memory written just before or after it.\n"
+        "Above 0 is related, 0 is not; a memory that answers well scores about 0.1 to 0.5. Read the order first.\n"
     )
 
 
@@ -139,8 +139,9 @@ async def run_demo(settings: Settings) -> None:
         )
         asked = await embed_checked(vector.embedder, [question], query=True)
         floors = await search.cosine_floors(vector.embedder, asked, settings, unrelated_similarity(vector.embedder))
-        # Without a measured floor, the settings fix it (search_cosine_floor).
-        print(_score_meaning(settings, floors[0] if floors else float(settings.search_cosine_floor or 0)))
+        # Without a measured floor, the settings fix it (search_cosine_floor), and it is the gate too.
+        fixed = float(settings.search_cosine_floor or 0)
+        print(_score_meaning(settings, *(floors[0] if floors else (fixed, fixed))))
         refs = [{"memory_id": m.memory_id, "user_id": m.user_id, "org_id": m.org_id} for m, _ in hits]
         resolved = await graph.fetch_user_memories_resolved(refs)
         print(

@@ -4,10 +4,16 @@ Embedders place texts on different scales. multilingual-e5 puts almost any two t
 similarity near 0.75-0.80, so a query can land as close to "The weather is cold" as to its answer;
 OpenAI's text-embedding-3 models put unrelated texts near 0.1. And within one model, short or
 generic queries ("ok", "Noted!") sit closer to everything than specific ones. No one constant
-tells related from unrelated, so the level is measured for each query: its mean cosine similarity
-to BACKGROUND, a fixed set of everyday memories and chat lines about no one in particular,
-embedded once per embedder as documents. Cosine similarity is linear in the unit query vector,
-so the mean over the set is one dot product with the set's centroid.
+tells related from unrelated, so the level is measured for each query: the mean cosine similarity
+of its :data:`NEAREST` closest texts of :data:`ABOUT_NO_ONE`, a fixed set of text that is about no
+person (general knowledge, how-to answers, figures, news, an assistant's output, chit-chat),
+embedded once per embedder as documents.
+
+The closest of them, not all of them: a question about the world ("What is the capital of
+Australia?") lands near the few texts about the world, a thank-you near the chit-chat, and a
+question about a person near none, so the level rises for what no memory answers and stays low
+for what one may. Everyday facts about a person are left out of the set on purpose: they are what
+memories are, and a question about the user would land as near them as near its answer.
 """
 
 from __future__ import annotations
@@ -20,96 +26,82 @@ import numpy.typing as npt
 
 from memora_pg.embeddings.base import Embedder, embed_checked
 
-# Everyday facts and chat lines of the kind memories hold, on no common subject.
-BACKGROUND: tuple[str, ...] = (
-    "Likes to listen to jazz in the evening",
-    "The meeting was moved to Friday afternoon",
-    "Has a brother who lives abroad",
-    "Bought a new laptop last month",
-    "Enjoys cooking Italian food on weekends",
-    "Is worried about an upcoming exam",
-    "Went to the dentist on Tuesday",
-    "Prefers the window seat on flights",
-    "The garden needs watering every other day",
-    "Started a new job at a bank",
-    "Watches football with friends on Sundays",
-    "Is allergic to pollen in the spring",
-    "Plans to repaint the living room",
-    "Reads the news on the train every morning",
-    "Adopted a kitten from the shelter",
-    "Takes piano lessons once a week",
-    "Lost her keys at the supermarket",
-    "Visited her grandparents over the holidays",
-    "Is trying to drink less coffee",
-    "Signed up for a pottery class",
-    "The car broke down on the motorway",
-    "Likes to go camping in the mountains",
-    "Has been feeling tired lately",
-    "Is saving money for a new bike",
-    "Celebrated his birthday with a small party",
-    "Volunteers at the animal shelter",
-    "Moved into a flat near the river",
-    "Prefers email to phone calls",
-    "Is learning to code in JavaScript",
-    "Her daughter started school this year",
-    "Goes swimming before work",
-    "Doesn't like spicy food",
-    "Is reading a biography of a famous scientist",
-    "Had an argument with a neighbour about parking",
-    "Plays video games with his son",
-    "Is thinking about changing careers",
-    "Booked a hotel for the conference",
-    "Grows tomatoes on the balcony",
-    "Usually wakes up around seven",
-    "Is a fan of science fiction films",
-    "Gave a presentation to the board",
-    "Has a fear of heights",
-    "Ordered a pizza for dinner",
-    "Is planning a surprise for her partner",
-    "Keeps a journal every night",
-    "Works from home on Mondays",
-    "Ran into an old friend downtown",
-    "Is nervous about public speaking",
-    "Just finished painting a portrait",
-    "Wants to travel around South America",
-    "The rent went up this year",
-    "Enjoys long walks with the dog",
-    "Has a collection of old coins",
-    "Is recovering from a knee injury",
-    "Likes to bake cakes for her colleagues",
-    "Got a promotion at work",
-    "Is studying history at university",
-    "Often forgets to reply to messages",
-    "Is looking for a new apartment",
-    "Spent the weekend at the beach",
-    "Thank you, that was helpful",
-    "What time is it now?",
-    "Sure, sounds good",
-    "I'll think about it and get back to you",
+# How many of the closest texts about no one a query's level averages.
+NEAREST = 5
+
+# Text about no person, of the kinds an agent's conversation also holds; none of it is a memory, and none
+# names, addresses or speaks as anyone ("How can I help you?" is near every question about the user).
+ABOUT_NO_ONE: tuple[str, ...] = (
+    "Paris is the capital and largest city of France.",
+    "The Pacific is the largest ocean on Earth.",
+    "Photosynthesis turns sunlight, water and carbon dioxide into sugar.",
+    "The Second World War ended in 1945.",
+    "The speed of light is about 300,000 kilometres per second.",
+    "Shakespeare wrote Hamlet around 1600.",
+    "The Amazon is the largest rainforest in the world.",
+    "Gold is a chemical element with the symbol Au.",
+    "The Nile flows north into the Mediterranean Sea.",
+    "Mount Kilimanjaro is the highest mountain in Africa.",
+    "The human heart has four chambers.",
+    "The Roman Empire split into an eastern and a western half.",
+    "The French Revolution began in 1789.",
+    "The Great Wall of China is thousands of kilometres long.",
+    "Black holes bend light with their gravity.",
+    "Vaccines train the immune system to recognise a virus.",
+    "The Olympic Games are held every four years.",
+    "Bees pollinate many of the crops we eat.",
+    "Saturn has the most visible rings of any planet.",
+    "The Renaissance began in Italy in the fourteenth century.",
+    "Python lists can be sorted with the sorted() function.",
+    "To center a div in CSS, use flexbox with justify-content and align-items.",
+    "SQL joins combine rows from two tables on a related column.",
+    "Git rebase rewrites commits on top of another branch.",
+    "A binary search runs in logarithmic time.",
+    "JavaScript promises represent a value that arrives later.",
+    "Regular expressions match patterns in text.",
+    "Restart the router if the Wi-Fi keeps dropping.",
+    "Mix flour, eggs and milk to make a pancake batter.",
+    "A good resume fits on one page.",
+    "Twelve divided by four is three.",
+    "One inch is 2.54 centimetres.",
+    "Water freezes at zero degrees Celsius.",
+    "A leap year has 366 days.",
+    "A triangle's angles add up to 180 degrees.",
+    "The stock market fell sharply on Monday.",
+    "Electric cars are becoming cheaper every year.",
+    "Interest rates affect mortgage payments.",
+    "The forecast says rain tomorrow afternoon.",
+    "The film won three awards at the festival.",
+    "Here is a short poem about the sea.",
+    "Sure! Here's a fun fact about octopuses.",
+    "Once upon a time, a dragon lived in a quiet valley.",
+    "Here are three ideas for a team name.",
+    "Okay, got it.",
+    "Great, thanks a lot!",
+    "Haha, that's funny.",
 )
 
-# The centroid of each embedder's unit background vectors, computed on its first search (two first
-# searches at once both compute it, and agree). An embedder that cannot be a weak key (unhashable)
-# is kept by its id, with a strong reference so that the id is not reused.
-_centroids: weakref.WeakKeyDictionary[Embedder, npt.NDArray[np.float64]] = weakref.WeakKeyDictionary()
+# Each embedder's unit vectors of ABOUT_NO_ONE, computed on its first search (two first searches at
+# once both compute them, and agree). An embedder that cannot be a weak key (unhashable) is kept by
+# its id, with a strong reference so that the id is not reused.
+_references: weakref.WeakKeyDictionary[Embedder, npt.NDArray[np.float64]] = weakref.WeakKeyDictionary()
 _by_id: dict[int, tuple[Embedder, npt.NDArray[np.float64]]] = {}
 
 
-async def _centroid(embedder: Embedder) -> npt.NDArray[np.float64]:
+async def _reference_vectors(embedder: Embedder) -> npt.NDArray[np.float64]:
     try:
-        known = _centroids.get(embedder)
+        known = _references.get(embedder)
     except TypeError:
         kept = _by_id.get(id(embedder))
         known = kept[1] if kept else None
     if known is not None:
         return known
-    vectors = np.asarray(await embed_checked(embedder, BACKGROUND, query=False), dtype=float)
-    centroid: npt.NDArray[np.float64] = _unit(vectors).mean(axis=0)
+    vectors = _unit(np.asarray(await embed_checked(embedder, ABOUT_NO_ONE, query=False), dtype=float))
     try:
-        _centroids[embedder] = centroid
+        _references[embedder] = vectors
     except TypeError:
-        _by_id[id(embedder)] = (embedder, centroid)
-    return centroid
+        _by_id[id(embedder)] = (embedder, vectors)
+    return vectors
 
 
 def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -119,9 +111,10 @@ def _unit(vectors: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 async def unrelated_levels(embedder: Embedder, query_vectors: Sequence[Sequence[float]]) -> list[float]:
-    """Each query's mean cosine similarity to the background memories (the query vectors are the
-    embedder's own, already computed)."""
+    """Each query's level: the mean cosine similarity of its :data:`NEAREST` closest texts about no one
+    (the query vectors are the embedder's own, already computed)."""
     if not query_vectors:
         return []
-    centroid = await _centroid(embedder)
-    return [float(level) for level in _unit(np.asarray(query_vectors, dtype=float)) @ centroid]
+    similarities = _unit(np.asarray(query_vectors, dtype=float)) @ (await _reference_vectors(embedder)).T
+    closest = -np.partition(-similarities, NEAREST - 1, axis=1)[:, :NEAREST]
+    return [float(level) for level in closest.mean(axis=1)]

@@ -7,7 +7,9 @@ terms each row holds and how often, and each term's document frequency among the
 
 * **dense**: the cosine similarity of the row's embedding and the query's, rescaled so that
   similarities at or below ``cosine_floor`` (where an unrelated text lands with e5-style
-  embedders) score 0 and an identical vector scores 1;
+  embedders) score 0 and an identical vector scores 1. The arm counts nothing for a query whose
+  best candidate is no nearer than ``cosine_gate``: no memory stands out from where unrelated text
+  lands, so the embedder says nothing about which one answers;
 * **lexical**: BM25 over the rows' full-text vectors (stemming and stop words of the database's
   text-search configuration), with ``k1`` saturation and no length normalisation (memories are
   short; normalising by length lost recall). A row's term counts include its neighbours' at
@@ -52,6 +54,9 @@ class Weights:
     neighbour_boost: float = config.default("search_neighbour_boost")
     lexical_floor: float = config.default("search_lexical_floor")
     candidates: int = config.default("search_candidates")
+    # The cosine similarity the query's best candidate must exceed for the dense arm to count at all
+    # (measured per query, as the floor is); None: no query is gated beyond the floor.
+    cosine_gate: float | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, unrelated_similarity: float) -> Weights:
@@ -75,7 +80,9 @@ Candidate = Mapping[str, Any]
 
 
 def rank(candidates: Sequence[Candidate], *, k: int, weights: Weights) -> list[tuple[Candidate, float]]:
-    """The ``k`` best of one query's candidates, best first (ties by write order), with their scores."""
+    """The ``k`` best of one query's candidates, best first, with their scores. Ties go to the nearer row,
+    then by write order: rows that score 0 (none related, as for a gated query) keep the embedder's order
+    for a caller that asks for every ranked row."""
     if not candidates:
         return []
     w, rows, first = weights, candidates, candidates[0]
@@ -96,11 +103,13 @@ def rank(candidates: Sequence[Candidate], *, k: int, weights: Weights) -> list[t
     lexical = bm25 / scale if scale > 0 else np.zeros_like(bm25)
     dense = w.dense_weight / (1 - w.cosine_floor)
     cosine = np.fromiter((row["cosine"] for row in rows), dtype=float, count=len(rows))
+    if w.cosine_gate is not None and float(cosine.max()) <= w.cosine_gate:
+        dense = 0.0
     fused = np.append(dense * np.maximum(0.0, cosine - w.cosine_floor) + (1 - w.dense_weight) * lexical, 0.0)
     boost = w.neighbour_boost
     scores = (fused[:-1] + boost * np.maximum(fused[before], fused[after])) / (1 + boost)
     seq = np.fromiter((row["seq"] for row in rows), dtype=np.int64, count=len(rows))
-    best = np.lexsort((seq, -scores))[:k]
+    best = np.lexsort((seq, -cosine, -scores))[:k]
     return [(rows[i], float(scores[i])) for i in best]
 
 

@@ -412,15 +412,22 @@ async def find(
 
 async def cosine_floors(
     embedder: Embedder | None, vectors: Sequence[Sequence[float]], settings: Settings, declared: float
-) -> list[float] | None:
-    """Each query's cosine floor: the similarity a memory must exceed for the dense arm to count it,
-    ``search_unrelated_margin`` above where unrelated text lands for that query
-    (:func:`calibration.unrelated_levels`), and never below what the embedder declares. None (the
+) -> list[tuple[float, float]] | None:
+    """Each query's (cosine floor, gate), measured from where unrelated text lands for that query
+    (:func:`calibration.unrelated_levels`): its dense arm counts a memory above the floor,
+    ``search_related_band`` under that level, once its nearest memory is above the gate,
+    ``search_unrelated_margin`` over it. Neither is ever below what the embedder declares. None (the
     weights' one floor) when the settings fix the floor, or without the embedder."""
     if embedder is None or settings.search_cosine_floor is not None:
         return None
     levels = await calibration.unrelated_levels(embedder, vectors)
-    return [max(declared, level + settings.search_unrelated_margin) for level in levels]
+    return [
+        (
+            max(declared, level - settings.search_related_band),
+            max(declared, level + settings.search_unrelated_margin),
+        )
+        for level in levels
+    ]
 
 
 # Upstream mode is upstream Memora's own fusion, of the Memora vector store; no other face has an upstream.
@@ -461,14 +468,18 @@ def ranked(
     corpus: nearest.Corpus,
     k: int,
     weights: scoring.Weights,
-    floors: Sequence[float] | None = None,
+    floors: Sequence[tuple[float, float]] | None = None,
 ) -> list[list[Hit]]:
     """The ``k`` best of each query's candidates (the rows of a hybrid search statement), scored;
-    with ``floors``, each query's dense arm counts from its own cosine floor."""
+    with ``floors``, each query's dense arm counts from its own cosine floor and gate."""
     candidates: list[list[Mapping[str, Any]]] = [[] for _ in range(queries)]
     for row in rows:
         candidates[row.query_no].append(row._mapping)
-    each = [weights] * queries if floors is None else [replace(weights, cosine_floor=f) for f in floors]
+    each = (
+        [weights] * queries
+        if floors is None
+        else [replace(weights, cosine_floor=floor, cosine_gate=gate) for floor, gate in floors]
+    )
     return [
         [
             ({**corpus.decode(row), "cosine": row["cosine"]}, score)

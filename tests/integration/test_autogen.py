@@ -611,7 +611,9 @@ async def test_embedder_dimension_mismatch_names_both_numbers(engine: AsyncEngin
 
 
 async def test_a_paraphrased_question_finds_the_right_entry(engine: AsyncEngine, settings: Settings) -> None:
-    """With the local multilingual-e5-small model, a question sharing no word with the entry finds it first."""
+    """With the local multilingual-e5-small model, a question sharing no word with the entry ranks it first.
+    The ranking alone (score_threshold=0): whether a question this impersonal ("which foods must be
+    avoided?") is about the user at all is the default threshold's call, tested in test_relatedness."""
     memory = PostgresMemory("facts", engine=engine, settings=settings, embedder=LocalEmbedder())
     facts = [
         "The user is allergic to peanuts.",
@@ -628,7 +630,7 @@ async def test_a_paraphrased_question_finds_the_right_entry(engine: AsyncEngine,
         "what hot drink is liked at breakfast?": facts[3],
     }
     for question, fact in questions.items():
-        assert (await memory.query(question, k=1)).results[0].content == fact
+        assert (await memory.query(question, k=1, score_threshold=0)).results[0].content == fact
 
 
 async def test_memories_share_one_engine_concurrently(engine: AsyncEngine, settings: Settings) -> None:

@@ -54,6 +54,19 @@ def test_the_dense_arm_is_rescaled_from_the_cosine_floor() -> None:
     assert scores["m2"] == pytest.approx(0.6 * 0.5 / 1.3)
 
 
+def test_below_the_gate_the_dense_arm_counts_nothing_and_words_still_do() -> None:
+    """A query whose best candidate is no nearer than the gate gets no dense score for any row, even one
+    above the floor; a row sharing its rare word still scores. Above the gate, the floor alone counts."""
+    rows = [_row(1, 0.80, neighbourhood="i:a"), _row(2, 0.78, {"zeppelin": 1}, neighbourhood="i:b")]
+    gated = scoring.Weights(cosine_floor=0.75, cosine_gate=0.80)
+    scores = {row["memory_id"]: score for row, score in scoring.rank(rows, k=10, weights=gated)}
+    assert scores["m1"] == 0.0
+    assert scores["m2"] == pytest.approx(0.4 * (2.2 / 2.2) / 1.3)
+    opened = scoring.Weights(cosine_floor=0.75, cosine_gate=0.79)
+    scores = {row["memory_id"]: score for row, score in scoring.rank(rows, k=10, weights=opened)}
+    assert scores["m1"] == pytest.approx(0.6 * 0.2 / 1.3)
+
+
 def test_a_rare_word_weighs_more_than_a_common_one() -> None:
     rare = _row(1, 0.8, {"zeppelin": 1}, neighbourhood="i:a")
     common = _row(2, 0.8, {"tea": 1}, neighbourhood="i:b")
@@ -94,6 +107,13 @@ def test_best_first_ties_by_write_order_and_k_kept() -> None:
     assert scoring.rank([], k=5, weights=WEIGHTS) == []
 
 
+def test_rows_that_score_0_keep_the_embedders_order() -> None:
+    """Below the floor (or for a gated query) every row scores 0, and the nearer comes first."""
+    rows = [_row(1, 0.70, neighbourhood="i:a"), _row(2, 0.74, neighbourhood="i:b"), _row(3, 0.72, neighbourhood="i:c")]
+    ranked = scoring.rank(rows, k=3, weights=WEIGHTS)
+    assert [(row["seq"], score) for row, score in ranked] == [(2, 0.0), (3, 0.0), (1, 0.0)]
+
+
 def test_a_query_of_no_words_ranks_by_the_dense_arm_alone() -> None:
     rows = [_row(1, 0.9, dfs={}, neighbourhood="i:a"), _row(2, 0.95, dfs={}, neighbourhood="i:b")]
     assert [row["seq"] for row, _ in scoring.rank(rows, k=2, weights=WEIGHTS)] == [2, 1]
@@ -127,8 +147,9 @@ def _by_the_formula(rows: list[dict[str, Any]], k: int, w: scoring.Weights) -> l
         idf[lexeme] = math.log(1 + (n - spread + 0.5) / (spread + 0.5))
     bm25 = [sum(idf[t] * tf * (w.k1 + 1) / (tf + w.k1) for t, tf in counts.items()) for counts in window]
     scale = max(max(bm25), w.lexical_floor * (w.k1 + 1) * sum(idf.values()))
+    gated = w.cosine_gate is not None and max(r["cosine"] for r in rows) <= w.cosine_gate
     fused = [
-        w.dense_weight * max(0.0, r["cosine"] - w.cosine_floor) / (1 - w.cosine_floor)
+        (0.0 if gated else w.dense_weight * max(0.0, r["cosine"] - w.cosine_floor) / (1 - w.cosine_floor))
         + ((1 - w.dense_weight) * b / scale if scale > 0 else 0.0)
         for r, b in zip(rows, bm25, strict=True)
     ]
@@ -138,7 +159,7 @@ def _by_the_formula(rows: list[dict[str, Any]], k: int, w: scoring.Weights) -> l
         return max(sides, default=0.0)
 
     scores = [(fused[i] + w.neighbour_boost * lift(i)) / (1 + w.neighbour_boost) for i in range(len(rows))]
-    best = sorted(range(len(rows)), key=lambda i: (-scores[i], rows[i]["seq"]))[:k]
+    best = sorted(range(len(rows)), key=lambda i: (-scores[i], -rows[i]["cosine"], rows[i]["seq"]))[:k]
     return [(rows[i]["seq"], scores[i]) for i in best]
 
 
@@ -169,6 +190,7 @@ def _candidates(draw: st.DrawFn) -> tuple[list[dict[str, Any]], scoring.Weights]
         neighbour_terms=draw(st.sampled_from([0.0, 0.25, 0.5, 1.0])),
         neighbour_boost=draw(st.floats(0.0, 1.0)),
         lexical_floor=draw(st.floats(0.0, 1.0)),
+        cosine_gate=draw(st.one_of(st.none(), st.floats(-1.0, 1.0))),
     )
     return rows, weights
 
