@@ -43,6 +43,7 @@ $(DIFF_BIN)/.installed: pyproject.toml
 	$(DIFF_BIN)/pip install --quiet --upgrade pip
 	$(DIFF_BIN)/pip install --quiet 'mem0ai==2.2.1' 'autogen-agentchat==0.7.5' 'autogen-ext[mem0,openai]==0.7.5' \
 		'agent-framework-core==1.23.0' 'agent-framework-mem0==1.0.0b261015' 'langgraph-checkpoint-postgres==3.2.0' \
+		'langgraph==1.2.22' 'langmem==0.0.30' \
 		'psycopg[binary,pool]' -e '.[local,autogen]' pytest pytest-asyncio
 	$(DIFF_BIN)/pip check
 	touch $@

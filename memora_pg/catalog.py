@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 # The tables that hold an ``embedding`` vector column.
-VECTOR_TABLES = ("memories", "autogen_contents")
+VECTOR_TABLES = ("memories", "autogen_contents", "store_items")
 
 # The named columns of the named tables, with a vector column's dimension (its type modifier) and comment.
 VECTOR_COLUMNS = text("""

@@ -121,7 +121,10 @@ _SCRIPT_HEAD = """\
 -- organization's rows, foreign keys and joins stay on one shard; alembic's version table and
 -- the MCP server's access tokens become reference tables, readable on every node."""
 _DISTRIBUTE_ANCHOR = "SELECT create_distributed_table('{schema}.{anchor}', '{column}');"
-_DISTRIBUTE = "SELECT create_distributed_table('{schema}.{table}', '{column}', colocate_with => '{schema}.{anchor}');"
+_DISTRIBUTE = (
+    "SELECT create_distributed_table(to_regclass('{schema}.{table}'), '{column}', colocate_with => '{schema}.{anchor}')"
+    " WHERE to_regclass('{schema}.{table}') IS NOT NULL;"
+)
 _REFERENCE = (
     "SELECT create_reference_table(to_regclass('{schema}.{table}')) WHERE to_regclass('{schema}.{table}') IS NOT NULL;"
 )
@@ -147,7 +150,7 @@ def distribution_sql(schema: str, app_role: str | None = None) -> str:
     parts = {"schema": schema, "anchor": ANCHOR, "column": DISTRIBUTION_COLUMN}
     lines = [render(_SCRIPT_HEAD, **parts), render(_DISTRIBUTE_ANCHOR, **parts)]
     lines += [render(_DISTRIBUTE, **parts, table=name) for name in distributed_tables()[1:]]
-    # A table of a later revision than the schema's is left to its migration (0012 makes its own).
+    # A table of a later revision than the schema's is left to its migration (0012 and 0019 make their own).
     lines += [render(_REFERENCE, schema=schema, table=name) for name in REFERENCE_TABLES]
     lines += [
         "-- memories_as_of(): a SQL function whose body reads a distributed table cannot be planned by Citus",

@@ -96,6 +96,20 @@ def defer_index_build(schema: str, table: str) -> bool:
     return bool(rows and rows > LARGE_TABLE_ROWS)
 
 
+def deployment_dimensions(schema: str, default: int) -> int:
+    """The deployment's embedding dimension: the memories column's when a database is at hand, else
+    ``default`` (offline, or a database whose memories have no dimension yet)."""
+    from alembic import context, op
+
+    if context.is_offline_mode():
+        return default
+    found = op.get_bind().scalar(
+        text("SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(:table) AND attname = 'embedding'"),
+        {"table": qualified(schema, "memories")},
+    )
+    return int(found) if found and found > 0 else default
+
+
 def tenant_column() -> sa.Column[str]:
     """A tenant table's first column: the organization its row belongs to (row-level security's key and,
     on Citus, the distribution column)."""

@@ -237,6 +237,47 @@ autogen_contents = Table(
 )
 
 
+store_items = Table(
+    "store_items",
+    metadata,
+    # LangGraph's store items (memora_pg.langgraph, migration 0019): one row per version of an item, a
+    # JSON object under a namespace (its labels joined by ".") and a key; the current version is the one
+    # not superseded. Searched by the embedding and full-text vector of the value's indexed fields.
+    Column("org_id", Text, primary_key=True),
+    Column("item_id", Uuid(as_uuid=True), primary_key=True),
+    Column("namespace", Text(collation="C"), nullable=False),
+    Column("key", Text, nullable=False),
+    Column("value", JSONB, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("superseded_at", DateTime(timezone=True), nullable=True),
+    Column("expires_at", DateTime(timezone=True), nullable=True),
+    Column("ttl_ms", BigInteger, nullable=True),
+    Column("embedding", VECTOR(), nullable=True),
+    # What the embedding and the full-text vector are of: the text of the value's indexed fields.
+    Column("indexed_text", Text, nullable=True),
+    Column("search_text", TSVECTOR, nullable=True),
+    Column("seq", BigInteger, Identity(always=False), nullable=False),
+    CheckConstraint("(embedding IS NULL) = (search_text IS NULL)", name="searchable_together"),
+    ForeignKeyConstraint(["org_id"], ["organizations.org_id"], ondelete="CASCADE"),
+    Index(
+        "ux_store_items_current",
+        "org_id",
+        "namespace",
+        "key",
+        unique=True,
+        postgresql_where=text("superseded_at IS NULL"),
+    ),
+    Index("ix_store_items_namespace", "org_id", "namespace", "seq"),
+    Index("ix_store_items_versions", "org_id", "namespace", "key", "updated_at"),
+    Index(
+        "ix_store_items_search_text",
+        "search_text",
+        postgresql_using="gin",
+        postgresql_with={"gin_pending_list_limit": 64},
+    ),
+)
+
 memory_history = Table(
     "memory_history",
     metadata,
@@ -307,6 +348,7 @@ TENANT_TABLES = (
     "memory_updates",
     "memory_history",
     "autogen_contents",
+    "store_items",
     "audit_log",
 )
 

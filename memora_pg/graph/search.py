@@ -49,6 +49,7 @@ from memora_pg.embeddings.base import Embedder
 from memora_pg.errors import ConfigurationError
 from memora_pg.graph import autogen_contents as autogen_contents_rows
 from memora_pg.graph import nearest, ranking, scoring, timeline, upstream
+from memora_pg.graph import store_items as store_items_rows
 from memora_pg.schema import autogen_contents, memories, memory_updates
 from memora_pg.statements import FilterShape, Statement
 
@@ -176,9 +177,15 @@ def _autogen_condition(user: bool, agent: bool, timed: bool = False) -> ColumnEl
     )
 
 
+def _store_condition(prefixed: bool, timed: bool, filtered: FilterShape | None = None) -> ColumnElement[bool]:
+    scope = store_items_rows.scope_condition(prefixed, timed)
+    return scope if filtered is None else and_(scope, filtered.condition)
+
+
 _SHAPES: dict[str, Callable[..., ColumnElement[bool]]] = {
     "memories": _memories_condition,
     "autogen": _autogen_condition,
+    "store": _store_condition,
 }
 
 
@@ -235,6 +242,24 @@ def autogen_where(scope: autogen_contents_rows.Scope, *, as_of: datetime | None 
         params["where_as_of"] = as_of
     return Where(("autogen", scope.user_id is not None, scope.agent_id is not None, as_of is not None), params)
 
+
+def store_where(
+    org_id: str, prefix: Sequence[str], *, filter: FilterShape | None = None, as_of: datetime | None = None
+) -> Where:
+    """LangGraph's store items under a namespace ``prefix`` (every namespace when empty), matching the
+    ``filter`` (:func:`store_items.filtered`); current, or with ``as_of`` those current then."""
+    params: dict[str, Any] = {"where_org_id": org_id, **store_items_rows.prefix_params(prefix)}
+    if as_of is not None:
+        params["where_as_of"] = as_of
+    if filter is None:
+        return Where(("store", bool(prefix), as_of is not None), params)
+    if filter.key is None:
+        return Where(None, params, _store_condition(bool(prefix), as_of is not None, filter))
+    return Where(("store", bool(prefix), as_of is not None, filter), {**params, **filter.values})
+
+
+# LangGraph's store items (memora_pg.langgraph), ranked like the AutoGen entries.
+STORE_ITEMS = store_items_rows.STORE_ITEMS
 
 # The AutoGen protocol's entries, ranked the same way within a namespace (neighbours by write order).
 AUTOGEN_CONTENTS = nearest.Corpus(

@@ -1,32 +1,28 @@
 """``Memory``: the synchronous API of the seed, a thin shell over :class:`AsyncMemory`.
 
-Each instance owns one event loop, running in a daemon thread, so the synchronous calls
-work the same from plain scripts and from code that already runs an event loop (notebooks,
-web frameworks): every call is handed to that loop and waited for.
+Each instance owns one event loop, running in a daemon thread (:class:`~memora_pg.loop_thread.LoopThread`),
+so the synchronous calls work the same from plain scripts and from code that already runs an event loop
+(notebooks, web frameworks): every call is handed to that loop and waited for.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
+from memora_pg.loop_thread import LoopThread, SyncShell
 from memora_pg.mem0.config import MemoryConfig
 from memora_pg.mem0.memory import AsyncMemory
 
 T = TypeVar("T")
 
 
-class Memory:
+class Memory(SyncShell):
     """The mem0-style memory on PostgreSQL, synchronous (``add``, ``search``, ``get_all``, ...)."""
 
     def __init__(self, config: MemoryConfig | None = None, **options: Any) -> None:
         self._async = AsyncMemory(config, **options)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="memora_pg-memory", daemon=True)
-        self._thread.start()
-        self._closed = False
+        self._loop = LoopThread("memora_pg-memory", "This Memory is closed.")
 
     @classmethod
     def from_config(cls, config_dict: Mapping[str, Any]) -> Memory:
@@ -37,10 +33,7 @@ class Memory:
         return self._async.config
 
     def _run(self, call: Coroutine[Any, Any, T]) -> T:
-        if self._closed:
-            call.close()
-            raise RuntimeError("This Memory is closed.")
-        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+        return self._loop.run(call)
 
     def add(self, messages: Any, **kwargs: Any) -> dict[str, Any]:
         return self._run(self._async.add(messages, **kwargs))
@@ -74,20 +67,7 @@ class Memory:
 
     def close(self) -> None:
         """Release the connections and stop the instance's event loop; idempotent."""
-        if self._closed:
+        if self._loop.stopped:
             return
         self._run(self._async.close())
-        self._closed = True
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        self._loop.close()
-
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:  # pragma: no cover - best effort for instances never closed
-        if not getattr(self, "_closed", True) and self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop.stop()

@@ -1,4 +1,4 @@
-"""The statements of a re-embed, and the two tables with vectors it works on (:mod:`memora_pg.ops.reembed`
+"""The statements of a re-embed, and the tables with vectors it works on (:mod:`memora_pg.ops.reembed`
 runs them). ``{table}``, ``{key}``, ``{text}`` and ``{after}`` come from a :class:`VectorTable`, ``{schema}``
 when the statement runs."""
 
@@ -51,7 +51,18 @@ AUTOGEN_CONTENTS = VectorTable(
         " OR NEW.embedding IS NULL"
     ),
 )
-TABLES = (MEMORIES, AUTOGEN_CONTENTS)
+STORE_ITEMS = VectorTable(
+    name="store_items",
+    key="item_id",
+    # An item is embedded by the text of its indexed fields, which the row keeps.
+    text=(
+        "indexed_text AS text, NULL AS json,"
+        " NULL AS owner_user, NULL AS owner_agent, NULL AS user_name, NULL AS agent_label"
+    ),
+    watched="indexed_text, embedding",
+    changes="NEW.indexed_text IS DISTINCT FROM OLD.indexed_text OR NEW.embedding IS NULL",
+)
+TABLES = (MEMORIES, AUTOGEN_CONTENTS, STORE_ITEMS)
 
 
 # {table}, {key}, {text} and {after} come from VectorTable constants, {schema} when the statement runs.

@@ -21,7 +21,7 @@ from memora_pg.sql_text import quoted, render
 __all__ = ["SEARCHED", "analyze_searched"]
 
 # The tables a search reads the statistics of.
-SEARCHED = ("memories", "autogen_contents")
+SEARCHED = ("memories", "autogen_contents", "store_items")
 
 
 async def analyze_searched(database: Database, *tables: str, conn: Connection | None = None) -> None:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from memora_pg import MemorySearchScope, PostgresGraphDB, PostgresMemory, SearchMode, Settings
 from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.langgraph import AsyncMemoraStore
 from memora_pg.mem0 import AsyncMemory
 from memora_pg.vector import PgVectorDB
 from tests.citus.helpers import ORGS, memory_ids, worlds
@@ -246,3 +247,29 @@ async def test_autogen_clear(notes: list[PostgresMemory]) -> None:
     await notes[0].clear()
     assert await notes[0].list() == []
     assert len(await notes[1].list()) == 1
+
+
+# -- LangGraph's store ---------------------------------------------------------------------------------
+
+
+async def test_langgraph_store_items_per_organization(engine: AsyncEngine, settings: Settings) -> None:
+    """A put, a get, a filtered search and a listing, each organization its own items on its shard."""
+    stores = [
+        AsyncMemoraStore(engine=engine, settings=settings, embedder=HashEmbedder(384), org_id=f"lg-{i}")
+        for i in range(ORGS)
+    ]
+    try:
+        for i, store in enumerate(stores):
+            await store.aput(("users", "u"), "pref", {"text": f"prefers formal language {i}", "n": i})
+            await store.aput(("users", "u"), "pref", {"text": f"prefers plain language {i}", "n": i})
+        for i, store in enumerate(stores):
+            item = await store.aget(("users", "u"), "pref")
+            assert item is not None
+            assert item.value["text"] == f"prefers plain language {i}"
+            [found] = await store.asearch(("users",), query="plain language", filter={"n": i})
+            assert found.key == "pref"
+            assert await store.asearch(("users",), filter={"n": i + 1}) == []
+            assert await store.alist_namespaces() == [("users", "u")]
+    finally:
+        for store in stores:
+            await store.close()

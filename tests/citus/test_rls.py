@@ -15,6 +15,7 @@ from memora_pg.autogen import MemoryContent, MemoryMimeType
 from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.errors import DatabaseError
+from memora_pg.langgraph import AsyncMemoraStore
 from memora_pg.mcp import tokens
 from memora_pg.models import Agent, Organization, User
 from tests.citus.helpers import (
@@ -120,6 +121,19 @@ async def test_rls_autogen(app_settings: Settings, owned: list[World]) -> None:
             assert len(await memory.list()) == 1
         finally:
             await memory.close()
+
+
+async def test_rls_langgraph_store(app_settings: Settings, owned: list[World]) -> None:
+    """MemoraStore as the restricted role writes through the distributed put function and reads back its own."""
+    for w in owned:
+        store = AsyncMemoraStore(settings=app_settings, embedder=HashEmbedder(384), org_id=w.org_id)
+        try:
+            await store.aput(("notes",), "tea", {"text": f"prefers tea {w.org_id}"})
+            await store.aput(("notes",), "tea", {"text": f"prefers green tea {w.org_id}"})
+            found = await store.asearch(("notes",), query="green tea")
+            assert [item.value["text"] for item in found] == [f"prefers green tea {w.org_id}"]
+        finally:
+            await store.close()
 
 
 async def test_rls_isolation_with_set_local(app_url: str, owned: list[World]) -> None:

@@ -55,6 +55,16 @@ def two_databases(server_url: str) -> Iterator[tuple[str, str]]:
         asyncio.run(_drop_database(server_url, name))
 
 
+@pytest.fixture
+def store_urls(server_url: str) -> Iterator[tuple[str, str]]:
+    """Two new databases of the test server: one for LangGraph's PostgresStore, one for MemoraStore."""
+    names = [f"lg_theirs_{uuid.uuid4().hex[:8]}", f"lg_ours_{uuid.uuid4().hex[:8]}"]
+    made = [asyncio.run(_create_database(server_url, name)) for name in names]
+    yield made[0], made[1]
+    for name in names:
+        asyncio.run(_drop_database(server_url, name))
+
+
 def _llm(base_url: str) -> dict[str, Any]:
     return {"provider": "openai", "config": {"model": "fake-model", "api_key": "test", "openai_base_url": base_url}}
 

@@ -65,6 +65,7 @@ async def test_identity_columns_are_bigint(database_url: str) -> None:
         ("interactions", "seq", "bigint"),
         ("memories", "seq", "bigint"),
         ("memory_history", "seq", "bigint"),
+        ("store_items", "seq", "bigint"),
     ]
 
 

@@ -29,6 +29,7 @@ from memora_pg import (
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
 from memora_pg.db import Database
 from memora_pg.embeddings import Embedder, HashEmbedder
+from memora_pg.langgraph import AsyncMemoraStore
 from memora_pg.migrations import MigrationOptions
 from memora_pg.ops.reembed import ReembedBusyError, ReembedResult, reembed
 from tests.integration.helpers import chat, payload
@@ -164,6 +165,12 @@ async def corpus(own_engine: AsyncEngine, own_settings: Settings) -> AsyncIterat
     await notes.add(MemoryContent(content=PNG, mime_type="image/png"))
     other_notes = PostgresMemory("notes", engine=engine, settings=settings, embedder=HashEmbedder(384))
     await other_notes.add(MemoryContent(content="Globex notes live elsewhere", mime_type=MemoryMimeType.TEXT))
+    async with AsyncMemoraStore(
+        engine=engine, settings=settings, embedder=HashEmbedder(384), org_id=org.org_id
+    ) as items:
+        await items.aput(("users", "mia"), "seat", {"text": "Mia books window seats"})
+        await items.aput(("users", "mia"), "seat", {"text": "Mia books aisle seats now"})
+        await items.aput(("users", "mia"), "plain", {"text": "kept without a vector"}, index=False)
     yield Corpus(engine, settings, graph, org.org_id, other.org_id, user_id, texts, unsearchable)
     await graph.close()
 
@@ -207,12 +214,25 @@ async def off_by(engine: AsyncEngine, embedder: Named, *, org_id: str | None = N
                 {"org": org_id},
             )
         ).all()
+        item_rows = (
+            await conn.execute(
+                text(f"SELECT item_id, indexed_text FROM memora.store_items WHERE embedding IS NOT NULL{org}"),
+                {"org": org_id},
+            )
+        ).all()
         worst = 0.0
         for table, key, rows in (
             ("memories", "memory_id", memory_rows),
             ("autogen_contents", "content_id", content_rows),
+            ("store_items", "item_id", item_rows),
         ):
-            bodies = [canonical(row) for row in rows] if table == "autogen_contents" else [row.memory for row in rows]
+            bodies = (
+                [canonical(row) for row in rows]
+                if table == "autogen_contents"
+                else [row.indexed_text for row in rows]
+                if table == "store_items"
+                else [row.memory for row in rows]
+            )
             found = await conn.scalar(
                 text(
                     f"SELECT coalesce(max(t.embedding <-> CAST(given.v AS vector)), 0) FROM memora.{table} AS t "
@@ -238,6 +258,8 @@ async def vectors_of(engine: AsyncEngine, org_id: str) -> dict[str, bytes]:
                 "SELECT memory_id::text AS id, vector_send(embedding) AS v FROM memora.memories "
                 "WHERE org_id = :org AND embedding IS NOT NULL "
                 "UNION ALL SELECT content_id::text, vector_send(embedding) FROM memora.autogen_contents "
+                "WHERE org_id = :org AND embedding IS NOT NULL "
+                "UNION ALL SELECT item_id::text, vector_send(embedding) FROM memora.store_items "
                 "WHERE org_id = :org AND embedding IS NOT NULL"
             ),
             {"org": org_id},
@@ -286,7 +308,7 @@ async def test_switch_to_another_dimension(corpus: Corpus) -> None:
     queries = [corpus.texts[3], corpus.texts[21], "Ola saw a newt near Hanoi"]
     before = [await best_memory(corpus.graph, corpus.org_id, q) for q in queries[:2]]
     before_user = await best_memory(corpus.graph, corpus.org_id, queries[0], corpus.user_id)
-    rows = {t: await searchable(engine, t) for t in ("memories", "autogen_contents")}
+    rows = {t: await searchable(engine, t) for t in ("memories", "autogen_contents", "store_items")}
     calls: list[tuple[int, int]] = []
 
     result = await reembed(database(corpus), Named("hash-256", 256), batch_size=7, progress=lambda *a: calls.append(a))
@@ -361,6 +383,7 @@ async def test_switch_keeps_the_searchable_together_checks(corpus: Corpus) -> No
     assert [(row.conname, row.convalidated) for row in checks] == [
         ("ck_autogen_contents_searchable_together", True),
         ("ck_memories_searchable_together", True),
+        ("ck_store_items_searchable_together", True),
     ]
     with pytest.raises(sa_exc.IntegrityError, match="ck_memories_searchable_together"):
         async with corpus.engine.begin() as conn:
@@ -383,7 +406,8 @@ async def test_interrupted_switch_continues_where_it_stopped(corpus: Corpus) -> 
     engine = corpus.engine
     query = corpus.texts[5]
     before = await best_memory(corpus.graph, corpus.org_id, query)
-    rows = await searchable(engine, "memories") + await searchable(engine, "autogen_contents")
+    tables = ("memories", "autogen_contents", "store_items")
+    rows = sum([await searchable(engine, table) for table in tables])
 
     with pytest.raises(EmbeddingError):
         await reembed(database(corpus), FailsAfter("hash-256", 256, batches=2), batch_size=5)
@@ -427,8 +451,9 @@ async def test_interrupted_switch_continues_where_it_stopped(corpus: Corpus) -> 
     # The rewritten memory's new vector belonged to its old text, the forgotten one is not searchable.
     assert result.already_done == 8
     assert result.already_done + result.total_embedded == rows + 1 - 1
-    assert await searchable(engine, "memories") + await searchable(engine, "autogen_contents") == rows
+    assert sum([await searchable(engine, table) for table in tables]) == rows
     assert await column_type(engine, "memories") == "vector(256)"
+    assert await column_type(engine, "store_items") == "vector(256)"
     assert await off_by(engine, Named("hash-256", 256)) < 1e-6
     assert await leftovers(engine) == []
     async with engine.connect() as conn:
@@ -537,7 +562,9 @@ async def test_a_row_rewritten_while_its_batch_is_embedded_is_embedded_again(cor
 
     result = await running
 
-    assert result.total_embedded == sum([await searchable(corpus.engine, t) for t in ("memories", "autogen_contents")])
+    assert result.total_embedded == sum(
+        [await searchable(corpus.engine, t) for t in ("memories", "autogen_contents", "store_items")]
+    )
     assert await off_by(corpus.engine, Named("hash-256", 256)) < 1e-6
 
 
@@ -624,9 +651,11 @@ async def test_result_counts(corpus: Corpus) -> None:
 
     memories = await searchable(corpus.engine, "memories")
     contents = await searchable(corpus.engine, "autogen_contents")
-    assert result.embedded == {"memories": memories, "autogen_contents": contents}
-    assert result.batches == -(-memories // 10) + -(-contents // 10)
+    items = await searchable(corpus.engine, "store_items")
+    assert items == 2
+    assert result.embedded == {"memories": memories, "autogen_contents": contents, "store_items": items}
+    assert result.batches == -(-memories // 10) + -(-contents // 10) + -(-items // 10)
     assert result.model == "hash-200"
-    assert reported["total_embedded"] == memories + contents
+    assert reported["total_embedded"] == memories + contents + items
     assert reported["dimensions"] == 200
     assert result.elapsed_seconds > 0

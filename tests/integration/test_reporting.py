@@ -416,10 +416,11 @@ async def test_deleted_agents_stay_in_the_report(graph: PostgresGraphDB, engine:
 
 
 async def test_headline_sends_one_statement_per_section(graph: PostgresGraphDB, built: Built) -> None:
-    """The report is five statements (totals, users, agents, growth, timeline), however many rows there are."""
+    """The report is six statements (totals, users, agents, growth, timeline, store items), however many rows
+    there are: the last two read objects of later revisions, so each waits for the totals to say it exists."""
     statements = count_statements(await graph.database.engine())
     await report.headline(graph.database, until=date(2026, 1, 10), days=10)
-    assert len(statements) == 5
+    assert len(statements) == 6
     assert all("memora" in statement for statement in statements)
 
 
@@ -728,6 +729,7 @@ async def test_the_report_of_a_database_written_through_every_face(graph: Postgr
     from memora_pg.agent_framework import MemoraHistoryProvider
     from memora_pg.autogen import PostgresMemory
     from memora_pg.embeddings import HashEmbedder
+    from memora_pg.langgraph import AsyncMemoraStore
     from memora_pg.mcp import Caller, build_server
     from memora_pg.mem0.memory import AsyncMemory
 
@@ -751,6 +753,9 @@ async def test_the_report_of_a_database_written_through_every_face(graph: Postgr
         history = MemoraHistoryProvider(mem0, user_id="ann")
         await history.save_messages("session-1", [Message("user", ["Hello"])])
         await notes.add(MemoryContent(content="Use tabs", mime_type=MemoryMimeType.TEXT))
+        async with AsyncMemoraStore(settings=settings, embedder=HashEmbedder(384), org_id=w.org_id) as items:
+            await items.aput(("ann",), "editor", {"text": "uses vim"})
+            await items.aput(("ann",), "editor", {"text": "uses helix"})
 
         r = await report.headline(graph.database, org_id=w.org_id)
     finally:
@@ -768,9 +773,11 @@ async def test_the_report_of_a_database_written_through_every_face(graph: Postgr
     }
     assert (r.agents, r.registered_agents) == (5, 1)  # "" is no agent
     assert (r.memories, r.standalone_memories, r.orphaned_memories, r.autogen_entries) == (5, 3, 0, 1)
+    assert (r.store_items, r.store_item_versions) == (1, 2)
     text = report.render_text(r)
     lines = {" ".join(line.split()) for line in text.splitlines()}
     assert {"agents 5 (1 registered)", "orphaned memories 0", "added directly (mem0-style) 3"} <= lines
+    assert "LangGraph store items 1 (2 versions)" in lines
     assert text.count("(deleted)") == 1
     page = report.render_html(r)
     assert "<title>memora_pg report: organization Acme</title>" in page

@@ -33,6 +33,7 @@ from memora_pg import (
 from memora_pg.autogen import MemoryContent, MemoryMimeType, PostgresMemory
 from memora_pg.db import Database
 from memora_pg.embeddings import HashEmbedder
+from memora_pg.langgraph import AsyncMemoraStore
 from memora_pg.mem0 import AsyncMemory
 from memora_pg.ops import transfer
 from memora_pg.schema import metadata
@@ -122,6 +123,12 @@ def mem0_config(url: str) -> dict[str, Any]:
         "vector_store": {"provider": "pgvector", "config": {"connection_string": url, "collection_name": "c"}},
         "embedder": {"provider": "hash", "config": {"embedding_dims": 384}},
     }
+
+
+def item_store(url: str) -> AsyncMemoraStore:
+    return AsyncMemoraStore(
+        database_url=url, settings=Settings(database_url=url, db_schema=SCHEMA), embedder=HashEmbedder(384)
+    )
 
 
 def notes_memory(url: str) -> PostgresMemory:
@@ -214,6 +221,14 @@ async def populate(graph: PostgresGraphDB, url: str) -> Dataset:
         await notes.add(MemoryContent(content=b"\x00\x01 bytes \xff", mime_type=MemoryMimeType.BINARY))
     finally:
         await notes.close()
+
+    items = item_store(url)
+    try:
+        await items.aput(("users", "jake"), "prefs", {"text": "Jake takes his coffee black", "n": 1})
+        await items.aput(("users", "jake"), "prefs", {"text": "Jake takes his coffee with milk", "n": 2})
+        await items.aput(("users", "jake"), "raw", {"text": "not indexed"}, index=False)
+    finally:
+        await items.close()
     return Dataset([acme, globex], [(acme, jake), (acme, mia), (globex, ann)], chain, mem0_ids)
 
 
@@ -223,6 +238,7 @@ async def observe(url: str, data: Dataset) -> dict[str, Any]:
     graph = graph_on(url)
     mem0 = AsyncMemory.from_config(mem0_config(url))
     notes = notes_memory(url)
+    items = item_store(url)
     try:
         seen["get_all_organizations"] = await graph.get_all_organizations()
         for org_id in data.org_ids:
@@ -250,7 +266,10 @@ async def observe(url: str, data: Dataset) -> dict[str, Any]:
         seen["mem0 search"] = await mem0.search("tea", filters={"user_id": "alice"})
         seen["autogen list"] = await notes.list()
         seen["autogen query"] = await notes.query("mornings")
+        seen["store search"] = [i.dict() for i in await items.asearch(("users",), query="coffee with milk")]
+        seen["store get"] = await items.aget(("users", "jake"), "raw")
     finally:
+        await items.close()
         await graph.close()
         await mem0.close()
         await notes.close()
@@ -680,7 +699,7 @@ async def test_import_writes_batches_of_rows(
     finally:
         await db.close()
         await engine.dispose()
-    staged = {"memories", "autogen_contents"}
+    staged = {"memories", "autogen_contents", "store_items"}
     for table, rows in counts.items():
         batches = -(-rows // 3)
         copies = copied.count(f"memora_pg_import_{table}" if table in staged else table)

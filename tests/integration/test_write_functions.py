@@ -15,7 +15,17 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from memora_pg import PostgresGraphDB, Settings
 from memora_pg.db import Database
-from memora_pg.graph import audit, autogen_contents, history, interactions, memories, orgs, saves, versions
+from memora_pg.graph import (
+    audit,
+    autogen_contents,
+    history,
+    interactions,
+    memories,
+    orgs,
+    saves,
+    store_items,
+    versions,
+)
 from memora_pg.graph.autogen_contents import JsonEntry
 from memora_pg.graph.interactions import Message
 from memora_pg.graph.memories import NewMemory
@@ -79,6 +89,7 @@ async def test_every_write_statement_names_exactly_the_arguments_its_function_de
         "open_interaction": interactions.OPEN_TURN,
         "write_contents": autogen_contents.WRITE_JSON,
         "update_memories": memories.UPDATE_IN_PLACE,
+        "put_store_items": store_items.PUT,
     }
     assert set(declared) == set(called)
     for function, sql in called.items():

@@ -328,4 +328,4 @@ def test_decode_a_history_event_keeps_booleans() -> None:
 def test_tables_without_derived_columns_are_copied_straight_in() -> None:
     """Only a table with an embedding or a full-text vector goes through a temporary table."""
     staged = {table.name for table in records.EXPORTED_TABLES if records.staged(table, "memora").staging is not None}
-    assert staged == {"memories", "autogen_contents"}
+    assert staged == {"memories", "autogen_contents", "store_items"}

@@ -141,6 +141,9 @@ class Report:
     standalone_memories: int = 0
     # AutoGen's entries (autogen_contents), apart from the memories.
     autogen_entries: int = 0
+    # LangGraph's store items (store_items): the current versions, and every version kept.
+    store_items: int = 0
+    store_item_versions: int = 0
 
 
 # -- the statements ---------------------------------------------------------------------------------
@@ -176,11 +179,18 @@ SELECT (SELECT count(*) FROM {schema}.organizations {where_org}) AS organization
        (SELECT count(*) FILTER (WHERE reason = 'no_sources') FROM {schema}.orphaned_memories {where_org})
            AS orphaned_memories,
        (SELECT count(*) FROM {schema}.autogen_contents {where_org}) AS autogen_entries,
-       to_regclass('{schema}.memory_timeline') IS NOT NULL AS has_timeline
+       to_regclass('{schema}.memory_timeline') IS NOT NULL AS has_timeline,
+       to_regclass('{schema}.store_items') IS NOT NULL AS has_store_items
 FROM (
     SELECT count(*) AS memories, count(*) FILTER (WHERE interaction_id IS NULL) AS standalone_memories
     FROM {schema}.memories {where_org}
 ) AS stored
+"""
+
+# LangGraph's store items (migration 0019): the current versions, and every version kept.
+STORE_ITEMS = """
+SELECT count(*) FILTER (WHERE superseded_at IS NULL) AS store_items, count(*) AS store_item_versions
+FROM {schema}.store_items {where_org}
 """
 
 # Every user, those without memories too, counts in the spread; the busiest have the most memories.
@@ -374,6 +384,7 @@ async def headline(
             if totals.has_timeline:
                 daily = await conn.fetch(_in_org(TIMELINE, org_id), params)
                 timeline = timeline_of([_from_row(TimelinePeriod, row) for row in daily])
+            items = await conn.one(_in_org(STORE_ITEMS, org_id), params) if totals.has_store_items else None
     except DatabaseError as error:
         if sqlstate_of(error) == _UNDEFINED_TABLE:
             raise ConfigurationError(
@@ -386,6 +397,8 @@ async def headline(
         org_id=org_id,
         generated_at=generated_at,
         **{name: getattr(totals, name) for name in COUNTS},
+        store_items=items.store_items if items is not None else 0,
+        store_item_versions=items.store_item_versions if items is not None else 0,
         superseded_memories=superseded,
         contradiction_rate=_rate(superseded, totals.memories),
         memories_per_user_p50=float(spread.p50 or 0),

@@ -109,6 +109,7 @@ def _totals(report: Report) -> list[tuple[str, str]]:
         ("contradiction rate", _rate(report.contradiction_rate)),
         ("orphaned memories", f"{report.orphaned_memories:,}"),
         ("AutoGen entries", f"{report.autogen_entries:,}"),
+        ("LangGraph store items", f"{report.store_items:,} ({report.store_item_versions:,} versions)"),
     ]
 
 

@@ -57,6 +57,7 @@ from memora_pg.schema import (
     memory_updates,
     messages,
     organizations,
+    store_items,
     users,
 )
 from memora_pg.sql_text import quoted, render
@@ -77,6 +78,7 @@ EXPORTED_TABLES: tuple[Table, ...] = (
     memory_updates,
     memory_history,
     autogen_contents,
+    store_items,
     audit_log,
 )
 
@@ -91,6 +93,7 @@ EXCLUDED_TABLES: dict[str, str] = {
 SEARCH_TEXT_SOURCES: dict[tuple[str, str], tuple[str, ...]] = {
     ("memories", "search_text"): ("memory",),
     ("autogen_contents", "search_text"): ("content_text", "content_json"),
+    ("store_items", "search_text"): ("indexed_text",),
 }
 
 StrPath = str | os.PathLike[str]
