@@ -7,8 +7,9 @@ PATH is a LoCoMo-format file (the development set, or the full set a user downlo
 turn is one memory, text ``"<speaker>: <text>"``, stored for one user per conversation through
 each face's public API: the Memora graph (one interaction per session, each turn a memory
 sourced from its message, dated by the session), the mem0-style ``AsyncMemory``
-(``add(infer=False)`` of each session's turns) and the AutoGen ``PostgresMemory`` (one ``add`` per
-turn). Every question of categories 1-4 with evidence is searched in the user's scope; recall@k
+(``add(infer=False)`` of each session's turns), the AutoGen ``PostgresMemory`` (one ``add`` per
+turn) and LangGraph's ``MemoraStore`` (one item per turn, keyed by its id, a namespace per
+conversation). Every question of categories 1-4 with evidence is searched in the user's scope; recall@k
 is the share of the question's evidence turns among the first k results, averaged over the
 questions. Evidence ids are cleaned as written (``"D8:6; D9:17"`` is two ids, ``"D:11:26"`` is
 ``D11:26``); ids that name no turn are dropped, and a question left with none is skipped.
@@ -188,6 +189,27 @@ async def autogen_face(url: str, settings: Settings, embedder: SharedEmbedder, d
             await _each(result, conversation, search)
         finally:
             await store.close()
+    return result
+
+
+async def langgraph_face(url: str, settings: Settings, embedder: SharedEmbedder, data: list[Conversation]) -> Result:
+    """MemoraStore.put per turn (one namespace per conversation, batched by session), search(limit=50)."""
+    from langgraph.store.base import PutOp
+
+    from memora_pg.langgraph import AsyncMemoraStore
+
+    result = Result("LangGraph `MemoraStore.search(limit=50)`")
+    async with AsyncMemoraStore(settings=settings, embedder=embedder, index={"fields": ["text"]}) as store:
+        for conversation in data:
+            namespace = ("locomo", conversation.sample_id)
+            for session in sorted({t.session for t in conversation.turns}):
+                turns = [t for t in conversation.turns if t.session == session]
+                await store.abatch([PutOp(namespace, t.dia_id, {"text": t.text}) for t in turns])
+
+            async def search(question: str, namespace: tuple[str, ...] = namespace) -> list[str]:
+                return [item.key for item in await store.asearch(namespace, query=question, limit=50)]
+
+            await _each(result, conversation, search)
     return result
 
 
@@ -413,6 +435,9 @@ def report(
     return "\n".join(lines)
 
 
+FACES = (memora_face, mem0_face, autogen_face, langgraph_face)
+
+
 async def run(args: argparse.Namespace) -> str:
     data = await asyncio.to_thread(load, args.path)
     embedder = SharedEmbedder(LocalEmbedder())
@@ -424,11 +449,12 @@ async def run(args: argparse.Namespace) -> str:
         url = await server.create_database("memora_retrieval")
         try:
             settings = Settings(database_url=url)
-            faces = [memora_face, mem0_face, autogen_face]
+            faces = [face for face in FACES if args.faces is None or face.__name__.removesuffix("_face") in args.faces]
             for face in faces:
                 print(f"... {face.__name__}", file=sys.stderr, flush=True)
                 results.append(await face(url, settings, embedder, data))
-            results += await floors(url, embedder, data)
+            if args.faces is None:
+                results += await floors(url, embedder, data)
             updates = None
             if args.updates:
                 print("... update detection", file=sys.stderr, flush=True)
@@ -457,6 +483,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--server-url", default=None, help="another PostgreSQL server (default: a temporary embedded one)"
+    )
+    parser.add_argument(
+        "--faces",
+        type=lambda value: value.split(","),
+        default=None,
+        help="only these faces, without the floors: memora,mem0,autogen,langgraph (default: every face and floor)",
     )
     parser.add_argument("--out", type=Path, default=None, help="replace the retrieval section of this Markdown file")
     args = parser.parse_args(argv)
