@@ -24,8 +24,10 @@ from langgraph.store.base import (
     BaseStore,
     GetOp,
     IndexConfig,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
+    NotProvided,
     Op,
     PutOp,
     Result,
@@ -157,12 +159,8 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         **options: Any,
     ) -> AsyncIterator[AsyncMemoraStore]:
         """A store on the database at ``conn_string`` (a ``postgresql://`` URL), closed on exit."""
-        store = cls(database_url=conn_string, index=index, ttl=ttl, **options)
-        try:
-            async with store:
-                yield store
-        finally:
-            await store.close()
+        async with cls(database_url=conn_string, index=index, ttl=ttl, **options) as store:
+            yield store
 
     @property
     def org_id(self) -> str:
@@ -334,7 +332,6 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         if not self._indexed:
             return {}
         wanted = sorted({op.query for op in reads if isinstance(op, SearchOp) and op.query and op.query.strip()})
-        await self.check_dimensions()
         vectors = await embed_checked(self.embedder, wanted, query=True)
         return dict(zip(wanted, vectors, strict=True))
 
@@ -463,8 +460,6 @@ def _ttl_config(ttl: TTLConfig | Mapping[str, Any] | None) -> dict[str, Any] | N
 
 def _ttl_ms(ttl: object, default: float | None) -> int | None:
     """LangGraph's time to live (minutes) in milliseconds, as the table keeps it."""
-    from langgraph.store.base import NotProvided
-
     if isinstance(ttl, NotProvided):
         ttl = default
     if ttl is None:
@@ -490,8 +485,6 @@ def _check(op: Op) -> None:
     _validate_labels(op)
     if isinstance(op, GetOp | PutOp):
         if not op.namespace:
-            from langgraph.store.base import InvalidNamespaceError
-
             raise InvalidNamespaceError("Namespace cannot be empty.")
         _check_key(op.key)
     if isinstance(op, PutOp):
