@@ -7,8 +7,10 @@ MEMORA_BIN := .venv-memora/bin
 # The real mem0ai 2.2.x, AutoGen AgentChat, autogen-ext, Agent Framework's mem0 provider and LangGraph's
 # PostgresStore beside memora_pg, for the differential tests.
 DIFF_BIN := .venv-diff/bin
+# The PostgresStore the differential tests compare with; `make langgraph-suite` runs its release's own tests.
+LANGGRAPH_POSTGRES := 3.2.0
 
-.PHONY: demo test lint install clean bench system-deps diff-env
+.PHONY: demo test lint install clean bench system-deps diff-env langgraph-suite
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,13 +44,24 @@ $(DIFF_BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv-diff
 	$(DIFF_BIN)/pip install --quiet --upgrade pip
 	$(DIFF_BIN)/pip install --quiet 'mem0ai==2.2.1' 'autogen-agentchat==0.7.5' 'autogen-ext[mem0,openai]==0.7.5' \
-		'agent-framework-core==1.23.0' 'agent-framework-mem0==1.0.0b261015' 'langgraph-checkpoint-postgres==3.2.0' \
+		'agent-framework-core==1.23.0' 'agent-framework-mem0==1.0.0b261015' 'langgraph-checkpoint-postgres==$(LANGGRAPH_POSTGRES)' \
 		'langgraph==1.2.22' 'langmem==0.0.30' \
 		'psycopg[binary,pool]' -e '.[local,autogen]' pytest pytest-asyncio
 	$(DIFF_BIN)/pip check
 	touch $@
 
 diff-env: $(DIFF_BIN)/.installed
+
+# LangGraph's own store tests, those of the pinned langgraph-checkpoint-postgres release (its sdist ships
+# them), on MemoraStore and AsyncMemoraStore; every failure must be a difference docs/langgraph.md lists.
+# About 8 minutes, so not part of `make test`.
+LANGGRAPH_SUITE := .cache/langgraph-suite
+langgraph-suite: diff-env
+	rm -rf $(LANGGRAPH_SUITE)
+	$(DIFF_BIN)/pip download --quiet --no-deps --no-binary :all: -d $(LANGGRAPH_SUITE) \
+		'langgraph-checkpoint-postgres==$(LANGGRAPH_POSTGRES)'
+	MEMORA_PG_TEST_POSTGRES=16 $(DIFF_BIN)/python -m tests.differential.langgraph_suite \
+		$(LANGGRAPH_SUITE)/langgraph_checkpoint_postgres-$(LANGGRAPH_POSTGRES).tar.gz
 
 demo: install
 	$(BIN)/memora-pg demo

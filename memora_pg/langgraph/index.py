@@ -6,11 +6,18 @@
 ``fields`` are LangGraph's JSON paths (``"content"``, ``"metadata.tags[*]"``; ``"$"``, the default, is the
 whole value). An item is one vector: the text at its fields, joined by new lines, so that every search of
 memora_pg (hybrid: the vector and the words of the same text) ranks items as it ranks memories.
+
+memora_pg ranks by cosine similarity. LangGraph's other distance types, ``inner_product`` and ``l2``,
+order unit-length vectors exactly as cosine does (for ``|d| = 1``, ``q·d`` and ``-|q - d|`` are both monotone
+in the cosine), and the embedding models people use return unit-length vectors; so a store configured with
+either is taken, and checks that every vector it stores has unit length (:func:`check_unit_length`), refusing
+one that has not rather than ordering it otherwise than that configuration would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +29,9 @@ from memora_pg.embeddings import Embedder
 from memora_pg.errors import ConfigurationError
 
 WHOLE_VALUE = "$"
+DISTANCE_TYPES = ("cosine", "inner_product", "l2")
+# How far from 1 a stored vector's length may be under inner_product or l2: float32 rounding, and halfvec's.
+UNIT_LENGTH_TOLERANCE = 1e-3
 
 
 class LangChainEmbedder:
@@ -61,6 +71,7 @@ class Index:
     fields: tuple[Path, ...]
     embedder: Embedder | None
     config: Mapping[str, Any]
+    distance_type: str = "cosine"
 
     def text(self, value: Mapping[str, Any], fields: Sequence[str] | None = None) -> str | None:
         """The text an item is embedded by: that at its fields, joined; None when they hold none."""
@@ -82,12 +93,15 @@ def index(config: IndexConfig | Mapping[str, Any] | None) -> Index:
     unknown = set(config) - {"dims", "embed", "fields", "distance_type", "ann_index_config"}
     if unknown:
         raise ConfigurationError(f"Unknown `index` keys: {', '.join(sorted(map(str, unknown)))}.")
-    if config.get("distance_type", "cosine") != "cosine":
-        raise ConfigurationError("memora_pg ranks by cosine similarity: `distance_type` must be 'cosine'.")
+    distance_type = config.get("distance_type", "cosine")
+    if distance_type not in DISTANCE_TYPES:
+        raise ConfigurationError(
+            f"`distance_type` must be one of {', '.join(map(repr, DISTANCE_TYPES))}, not {distance_type!r}."
+        )
     fields = tuple(paths(config.get("fields") or [WHOLE_VALUE]))
     embed = config.get("embed")
     if embed is None:
-        return Index(fields, None, dict(config))
+        return Index(fields, None, dict(config), distance_type)
     dims = config.get("dims")
     if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
         raise ConfigurationError(f"`index['dims']` must be a positive integer with `embed`, not {dims!r}.")
@@ -95,4 +109,19 @@ def index(config: IndexConfig | Mapping[str, Any] | None) -> Index:
         embeddings = ensure_embeddings(embed)
     except ValueError as error:
         raise ConfigurationError(str(error)) from error
-    return Index(fields, LangChainEmbedder(embeddings, dims), dict(config))
+    return Index(fields, LangChainEmbedder(embeddings, dims), dict(config), distance_type)
+
+
+def check_unit_length(index: Index, vectors: Sequence[Sequence[float]]) -> None:
+    """Under ``inner_product`` or ``l2``, refuse a vector to store that is neither unit-length nor zero (the
+    embedding of no text): cosine would order it otherwise than that distance."""
+    if index.distance_type == "cosine":
+        return
+    for vector in vectors:
+        length = math.sqrt(math.fsum(x * x for x in vector))
+        if length and abs(length - 1) > UNIT_LENGTH_TOLERANCE:
+            raise ConfigurationError(
+                f"`distance_type={index.distance_type!r}` ranks as cosine similarity only for unit-length "
+                f"embeddings, and the embedder returned one of length {length:.4f}: normalize its vectors, or "
+                "use distance_type='cosine'."
+            )

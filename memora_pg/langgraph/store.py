@@ -46,7 +46,7 @@ from memora_pg.errors import ConfigurationError, InvalidInputError
 from memora_pg.face import EmbeddingFace
 from memora_pg.graph import search, store_items, timeline
 from memora_pg.graph.validate import no_nul
-from memora_pg.langgraph.index import Index, index
+from memora_pg.langgraph.index import Index, check_unit_length, index
 from memora_pg.statements import Statement
 
 logger = logging.getLogger(__name__)
@@ -313,7 +313,9 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
             fields = None if op.index is None or op.index is False else list(op.index)
             texts.append(self._index.text(op.value, fields) if indexed and op.value is not None else None)
         embedded = [text for text in texts if text is not None]
-        vectors = iter(await embed_checked(self.embedder, embedded, query=False) if embedded else [])
+        stored = await embed_checked(self.embedder, embedded, query=False) if embedded else []
+        check_unit_length(self._index, stored)
+        vectors = iter(stored)
         default_ttl = (self.ttl_config or {}).get("default_ttl")
         return [
             store_items.Write(

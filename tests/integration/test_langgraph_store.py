@@ -214,6 +214,34 @@ async def test_an_index_config_embeds_the_fields_it_names(settings: Settings, da
     assert rows == [("1", True), ("2", False), ("3", True)]
 
 
+@pytest.mark.parametrize("distance_type", ["inner_product", "l2"])
+async def test_inner_product_and_l2_take_unit_length_vectors_only(
+    settings: Settings, database_url: str, distance_type: str
+) -> None:
+    hasher = HashEmbedder(384)
+
+    async def unit(texts: list[str]) -> list[list[float]]:
+        return await hasher.embed_documents(texts)
+
+    async def doubled(texts: list[str]) -> list[list[float]]:
+        return [[2 * x for x in vector] for vector in await hasher.embed_documents(texts)]
+
+    index = {"dims": 384, "embed": unit, "distance_type": distance_type, "fields": ["text"]}
+    async with AsyncMemoraStore(settings=settings, index=index) as store:
+        await store.aput(("d",), "pg", {"text": "postgres vacuum and mvcc"})
+        await store.aput(("d",), "cat", {"text": "my cat sleeps all day"})
+        best = (await store.asearch(("d",), query="postgres vacuum"))[0]
+        assert best.key == "pg"
+    index = {**index, "embed": doubled}
+    async with AsyncMemoraStore(settings=settings, index=index) as store:
+        with pytest.raises(ConfigurationError, match="unit-length"):
+            await store.abatch([PutOp(("d",), "new", {"text": "a new item"}), PutOp(("d",), "pg", None)])
+    # the refused batch wrote nothing: its delete did not happen either
+    assert await _rows(database_url, "SELECT key FROM {schema}.store_items ORDER BY key") == [("cat",), ("pg",)]
+    with pytest.raises(ConfigurationError, match="distance_type"):
+        AsyncMemoraStore(settings=settings, index={**index, "distance_type": "hamming"})
+
+
 async def test_two_organizations_are_isolated_under_row_level_security(rls_database: tuple[str, str]) -> None:
     _, app_url = rls_database
     settings = Settings(database_url=app_url, db_schema="memora", row_level_security=True)
