@@ -203,13 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
         dest="source_kind",
         choices=["mem0", "langgraph"],
         help="bring in another store's memories instead of an export: mem0 (its pgvector collection and history),"
-        " langgraph (a PostgresStore's items, as AutoGen-face entries)",
+        " langgraph (a PostgresStore's items)",
     )
     load.add_argument("--source-url", help="--from: the source's PostgreSQL URL (only read)")
     load.add_argument("--collection", default="mem0", help="--from mem0: its collection (table); default mem0")
-    load.add_argument("--source-schema", default="public", help="--from mem0: the collection's schema")
+    load.add_argument("--source-schema", default="public", help="--from: the source's schema (mem0: its collection's)")
     load.add_argument("--history-db", help="--from mem0: its SQLite history file (history_db_path)")
-    load.add_argument("--org-id", help="--from langgraph: the organization of the entries (default: AutoGen's default)")
+    load.add_argument(
+        "--into",
+        choices=["store", "autogen"],
+        default="store",
+        help="--from langgraph: as the items of memora_pg's LangGraph store, MemoraStore (store, the default), or "
+        "as AutoGen-face entries (autogen)",
+    )
+    load.add_argument("--org-id", help="--from langgraph: the organization of the items (default: 'default')")
     load.add_argument(
         "--embedder",
         default="local",

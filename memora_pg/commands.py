@@ -400,6 +400,7 @@ def _import_from(args: argparse.Namespace) -> int:
     from memora_pg.db import Database
     from memora_pg.errors import InvalidInputError
     from memora_pg.ops.importers.langgraph import LangGraphSource, import_langgraph
+    from memora_pg.ops.importers.langgraph_items import import_langgraph_items
     from memora_pg.ops.importers.mem0 import Mem0Source, import_mem0
     from memora_pg.ops.importers.mem0_verify import verify_mem0
 
@@ -454,9 +455,10 @@ def _import_from(args: argparse.Namespace) -> int:
                 )
             else:
                 if args.keep_vectors:
-                    raise InvalidInputError("--keep-vectors: LangGraph's vectors are of fields, not of entries")
+                    raise InvalidInputError("--keep-vectors: LangGraph's vectors are of fields, not of items")
                 source = LangGraphSource(args.source_url, args.source_schema, args.org_id or "default")
-                done = await import_langgraph(
+                into = import_langgraph_items if args.into == "store" else import_langgraph
+                done = await into(
                     database,
                     source,
                     embedder,

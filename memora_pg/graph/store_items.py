@@ -46,7 +46,20 @@ STORE_ITEMS = nearest.Corpus(
 )
 
 PUT = function_call(
-    "put_store_items", ("org_id", "org_name", "namespaces", "keys", "values", "embeddings", "texts", "ttl_ms")
+    "put_store_items",
+    (
+        "org_id",
+        "org_name",
+        "namespaces",
+        "keys",
+        "values",
+        "embeddings",
+        "texts",
+        "ttl_ms",
+        "created_at",
+        "updated_at",
+        "expires_at",
+    ),
 )
 
 # The items asked for, current (or as of a time), by their place in the request.
@@ -65,6 +78,17 @@ _AS_OF = (
 )
 GET_CURRENT = _GET.format(version=_CURRENT)
 GET_AS_OF = _GET.format(version=_AS_OF)
+
+# One item, the usual get. Its own statement because, with arrays bound, PostgreSQL judges the generic plan
+# dearer (it cannot see their length) and plans the statement anew on every call; with the key bound as
+# text it keeps the generic plan after five calls, and a get is then one execution of a planned statement.
+_GET_ONE = """
+SELECT 0 AS asked_no, item.namespace, item.key, item.value, item.created_at, item.updated_at, item.ttl_ms
+FROM {{schema}}.store_items AS item
+WHERE item.org_id = :org_id AND item.namespace = :namespace AND item.key = :key AND {version}
+"""
+GET_ONE_CURRENT = _GET_ONE.format(version=_CURRENT)
+GET_ONE_AS_OF = _GET_ONE.format(version=_AS_OF)
 
 # A read restarts the time to live of the current versions it read (those that have one).
 REFRESH = """
@@ -95,7 +119,8 @@ LIMIT :limit OFFSET :offset
 
 @dataclass(frozen=True)
 class Write:
-    """One put (``value``) or delete (None) of a key; ``text`` is what was embedded as ``embedding``."""
+    """One put (``value``) or delete (None) of a key; ``text`` is what was embedded as ``embedding``. The
+    times are now unless given (an import gives its source's)."""
 
     namespace: str
     key: str
@@ -103,6 +128,9 @@ class Write:
     embedding: Sequence[float] | None = None
     text: str | None = None
     ttl_ms: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    expires_at: datetime | None = None
 
 
 def joined(namespace: Sequence[str]) -> str:
@@ -128,8 +156,16 @@ def put(*, org_id: str, org_name: str, writes: Sequence[Write]) -> Statement:
             "embeddings": vector_params.many([w.embedding for w in writes]),
             "texts": [w.text if w.embedding is not None else None for w in writes],
             "ttl_ms": [w.ttl_ms for w in writes],
+            "created_at": _times([w.created_at for w in writes]),
+            "updated_at": _times([w.updated_at for w in writes]),
+            "expires_at": _times([w.expires_at for w in writes]),
         },
     )
+
+
+def _times(times: list[datetime | None]) -> list[datetime | None] | None:
+    """A write's times, or NULL (the function's "now") when none is given, as for every store write."""
+    return times if any(t is not None for t in times) else None
 
 
 def decoded(row: Row | Mapping[str, Any]) -> dict[str, Any]:
@@ -142,13 +178,14 @@ def decoded(row: Row | Mapping[str, Any]) -> dict[str, Any]:
 
 def get(*, org_id: str, keys: Sequence[tuple[str, str]], as_of: datetime | None = None) -> Statement:
     """The items asked for as (namespace, key): current, or as of a time (rows: :func:`got`)."""
-    params: dict[str, Any] = {
-        "org_id": org_id,
-        "namespaces": [namespace for namespace, _ in keys],
-        "keys": [key for _, key in keys],
-    }
+    params: dict[str, Any] = {"org_id": org_id}
     if as_of is not None:
         params["as_of"] = as_of
+    if len(keys) == 1:
+        [(params["namespace"], params["key"])] = keys
+        return Statement(GET_ONE_CURRENT if as_of is None else GET_ONE_AS_OF, params)
+    params["namespaces"] = [namespace for namespace, _ in keys]
+    params["keys"] = [key for _, key in keys]
     return Statement(GET_CURRENT if as_of is None else GET_AS_OF, params)
 
 

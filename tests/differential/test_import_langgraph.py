@@ -1,9 +1,14 @@
 """``memora-pg import --from langgraph``: items written by LangGraph's own ``PostgresStore`` (langgraph-checkpoint-
-postgres 3.2), imported as AutoGen-face entries, then found by namespace, key and search through ``PostgresMemory``."""
+postgres 3.2), imported as MemoraStore's items (the default) and read back unchanged, or as AutoGen-face entries
+found by namespace, key and search through ``PostgresMemory``."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -14,6 +19,7 @@ from sqlalchemy import make_url
 from memora_pg import PostgresMemory, Settings
 from memora_pg.db import Database
 from memora_pg.embeddings import OpenAIEmbedder
+from memora_pg.langgraph import MemoraStore
 from memora_pg.ops.importers.langgraph import LangGraphSource, import_langgraph
 from tests.conftest import _create_database, _drop_database
 from tests.differential.conftest import DIMS
@@ -112,3 +118,93 @@ async def test_langgraph_items_are_findable_by_namespace_key_and_search(
         for face in (memory, bob, docs):
             await face.close()
     assert await _checksum(source_url) == after_put  # reading never writes
+
+
+def _cli(*args: str) -> Any:
+    command = [sys.executable, "-m", "memora_pg", "import", "--from", "langgraph", "--json", *args]
+    done = subprocess.run(  # noqa: S603 - our own command line
+        command, env={**os.environ, "OPENAI_API_KEY": "test"}, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _as_read(item: Any) -> tuple[Any, ...]:
+    return (item.namespace, item.key, item.value, item.created_at, item.updated_at)
+
+
+async def test_what_langgraph_wrote_memora_store_reads_back_unchanged(
+    databases: list[str], fake_openai: FakeOpenAIServer
+) -> None:
+    source_url, target_url = databases
+    index = {"dims": 8, "embed": _field_vectors, "fields": ["text", "tags[*]"]}
+    with PostgresStore.from_conn_string(_plain(source_url), index=index, ttl={"default_ttl": 60}) as theirs:
+        theirs.setup()
+        theirs.put(("users", "alice", "memories"), "m1", {"text": "Alice likes hiking in the Alps", "tags": ["a", "b"]})
+        theirs.put(("users", "alice", "memories"), "m2", {"text": "not indexed", "n": 2}, index=False)
+        theirs.put(("users", "bob", "prefs"), "theme", {"rev": 1, "text": "light"})
+        theirs.put(("users", "bob", "prefs"), "theme", {"rev": 2, "text": "dark"}, ttl=None)
+        theirs.put(("docs",), "key.with.dots", {"text": "dotted", "meta": {"tags": ["a", "ü"]}}, ttl=None)
+        theirs.put(("docs",), "gone", {"text": "deleted"})
+        theirs.delete(("docs",), "gone")
+        theirs.put(("tmp",), "flash", {"text": "short-lived"}, ttl=0.01)
+        await asyncio.sleep(1.0)  # flash is past its TTL (still in the table: nothing swept it)
+        # PostgresStore still returns the expired item (nothing swept it); the import leaves it out, by design
+        wanted = sorted(_as_read(item) for item in theirs.search((), limit=100) if item.key != "flash")
+        namespaces = [namespace for namespace in theirs.list_namespaces() if namespace != ("tmp",)]
+        assert len(wanted) == 4
+
+        target = ["--database-url", target_url, "--source-url", source_url]
+        embedding = ["--embedder", f"openai:fake-model:{DIMS}", "--base-url", fake_openai.base_url]
+        assert _cli(*target, *embedding, "--dry-run")["added"] == 4
+        first = _cli(*target, *embedding, "--batch-size", "2")
+        assert (first["added"], first["updated"], first["unchanged"], first["expired"]) == (4, 0, 0, 1)
+        assert _cli(*target, *embedding)["unchanged"] == 4
+
+        embedder = OpenAIEmbedder("fake-model", base_url=fake_openai.base_url, api_key="test", dimensions=DIMS)
+        with MemoraStore.from_conn_string(target_url, embedder=embedder) as ours:
+            assert sorted(_as_read(item) for item in ours.search((), limit=100)) == wanted
+            assert sorted(ours.list_namespaces()) == sorted(namespaces)
+            m1 = ours.get(("users", "alice", "memories"), "m1")
+            assert m1 is not None
+            assert _as_read(m1) == _as_read(theirs.get(("users", "alice", "memories"), "m1", refresh_ttl=False))
+            # embedded as LangGraph indexed them: m1's fields (text and each tag), m2 not at all
+            hits = ours.search(("users", "alice"), query="hiking in the Alps")
+            assert [hit.key for hit in hits] == ["m1"]
+            before = ours.get(("users", "bob", "prefs"), "theme")
+            assert before is not None
+
+            # a change in the source becomes a new version; the one it replaces stays, as of its time
+            theirs.put(("users", "bob", "prefs"), "theme", {"rev": 3, "text": "solarized"})
+            later = _cli(*target, *embedding)
+            assert (later["added"], later["updated"], later["unchanged"]) == (0, 1, 3)
+            after = ours.get(("users", "bob", "prefs"), "theme")
+            assert after is not None
+            assert after.value == {"rev": 3, "text": "solarized"}
+            assert after.created_at == before.created_at
+            was = ours.get(("users", "bob", "prefs"), "theme", as_of=before.updated_at)
+            assert was is not None
+            assert was.value == {"rev": 2, "text": "dark"}
+
+    rows = await _target_rows(target_url)
+    # each item's time to live, and the text of the fields LangGraph embedded of it (in the order of their
+    # names; a list's texts are one field), none for the item it did not index
+    hour = 3_600_000
+    assert rows == {
+        ("docs", "key.with.dots"): (None, "dotted"),
+        ("users.alice.memories", "m1"): (hour, "a\nb\nAlice likes hiking in the Alps"),
+        ("users.alice.memories", "m2"): (hour, None),
+        ("users.bob.prefs", "theme"): (hour, "solarized"),
+    }
+
+
+async def _target_rows(url: str) -> dict[tuple[str, str], tuple[Any, str | None]]:
+    """The current items' time to live and the text each was embedded by."""
+    conn = await asyncpg.connect(_plain(url))
+    try:
+        rows = await conn.fetch(
+            "SELECT namespace, key, ttl_ms, indexed_text FROM memora.store_items WHERE superseded_at IS NULL"
+        )
+    finally:
+        await conn.close()
+    return {(r["namespace"], r["key"]): (r["ttl_ms"], r["indexed_text"]) for r in rows}

@@ -15,6 +15,7 @@ from memora_pg.config import Settings
 from memora_pg.embeddings import HashEmbedder
 from memora_pg.errors import ConfigurationError, InvalidInputError
 from memora_pg.langgraph import AsyncMemoraStore, MemoraStore
+from memora_pg.statements import Statement
 from tests.conftest import TEST_SCHEMA
 
 
@@ -212,6 +213,28 @@ async def test_an_index_config_embeds_the_fields_it_names(settings: Settings, da
     assert seen[:2] == ["Postgres\nsql\nmvcc", "only the body"]
     rows = await _rows(database_url, "SELECT key, embedding IS NOT NULL FROM {schema}.store_items ORDER BY key")
     assert rows == [("1", True), ("2", False), ("3", True)]
+
+
+async def test_a_get_of_one_key_keeps_its_plan(settings: Settings) -> None:
+    one_connection = settings.model_copy(update={"pool_size": 1, "max_overflow": 0})
+    async with AsyncMemoraStore(settings=one_connection, embedder=HashEmbedder(384)) as store:
+        await store.abatch([PutOp(("users", str(n % 4)), f"k{n}", {"n": n}) for n in range(40)])
+        for n in range(12):
+            found = await store.aget(("users", str(n % 4)), f"k{n}")
+            assert found is not None
+            assert found.value == {"n": n}
+        assert await store.aget(("users", "0"), "k1") is None
+        both = await store.abatch([GetOp(("users", "1"), "k1"), GetOp(("users", "2"), "k2")])
+        assert [item.key if isinstance(item, Item) else None for item in both] == ["k1", "k2"]
+        # the connection's prepared get: planned five times, then its generic plan kept
+        [(generic, custom)] = await store.database.execute_one(
+            Statement(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                "WHERE statement LIKE '%AS asked_no%' AND statement NOT LIKE '%unnest%'"
+            )
+        )
+    assert custom == 5
+    assert generic == 8
 
 
 @pytest.mark.parametrize("distance_type", ["inner_product", "l2"])

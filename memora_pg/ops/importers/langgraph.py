@@ -1,5 +1,6 @@
-"""``memora-pg import --from langgraph``: LangGraph's ``PostgresStore`` (tables ``store`` and ``store_vectors``)
-into the AutoGen face's entries, in one transaction per batch, as often as you like.
+"""``memora-pg import --from langgraph --into autogen``: LangGraph's ``PostgresStore`` (tables ``store`` and
+``store_vectors``) into the AutoGen face's entries, in one transaction per batch, as often as you like. (By
+default the import writes the items of memora_pg's own LangGraph store: :mod:`.langgraph_items`.)
 
 Each item becomes an AutoGen-face JSON entry, not a mem0-style memory: an item is a JSON document
 under a namespace and a key of the caller's choosing, which is what an AutoGen entry is (a JSON
@@ -23,10 +24,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypeVar
 
 from memora_pg.autogen.arguments import DEFAULT_ORG_ID, DEFAULT_ORG_NAME
 from memora_pg.db import Database
@@ -45,6 +46,7 @@ from memora_pg.ops.statistics import analyze_searched
 from memora_pg.sql_text import qualified, render
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 ITEM_NAMESPACE = uuid.UUID("5f0c1a3e-8d2b-4c61-a7e4-3b9d0f2c6a18")
 # The source's items, in the order of their keys (``{table}``: its store table, qualified).
 ITEMS = "SELECT prefix, key, value::text AS value, created_at, updated_at, expires_at FROM {table} ORDER BY prefix, key"
@@ -81,18 +83,29 @@ def content_id(prefix: str, key: str) -> uuid.UUID:
     return uuid.uuid5(ITEM_NAMESPACE, f"{prefix}\x00{key}")
 
 
-def item(row: Any, *, now: datetime) -> Item | Refused | None:
-    """One row of ``store`` as an entry; None when it has expired."""
-    prefix, key = row["prefix"], row["key"]
+def live_value(row: Any, *, now: datetime) -> dict[str, Any] | Refused | None:
+    """The value of a row of ``store``: None when the item has expired, Refused unless a JSON object."""
     expires = row["expires_at"]
     if expires is not None and expires <= now:
         return None
     try:
         value = json.loads(row["value"])
-        if not isinstance(value, dict):
-            raise InvalidInputError("the value is not a JSON object")
+    except ValueError as error:
+        return Refused("item", f"{row['prefix']}/{row['key']}", str(error))
+    if not isinstance(value, dict):
+        return Refused("item", f"{row['prefix']}/{row['key']}", "the value is not a JSON object")
+    return value
+
+
+def item(row: Any, *, now: datetime) -> Item | Refused | None:
+    """One row of ``store`` as an entry; None when it has expired."""
+    value = live_value(row, now=now)
+    if value is None or isinstance(value, Refused):
+        return value
+    prefix, key, expires = row["prefix"], row["key"], row["expires_at"]
+    try:
         text = canonical_json(value, "the value")
-    except (ValueError, InvalidInputError) as error:
+    except InvalidInputError as error:
         return Refused("item", f"{prefix}/{key}", str(error))
     updated = row["updated_at"] or row["created_at"] or now
     metadata: dict[str, Any] = {
@@ -122,31 +135,68 @@ async def import_langgraph(
     progress: Progress | None = None,
 ) -> ImportedItems:
     """Bring ``source``'s items into the AutoGen face's entries of ``source.org_id``."""
+
+    async def write(batch: list[Item], done: ImportedItems, migrated: bool) -> None:
+        await _write(database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated)
+
+    return await each_batch(
+        database,
+        source,
+        embedder,
+        target="autogen_contents",
+        query=lambda _snapshot, table: _items_query(table),
+        convert=item,
+        write=write,
+        dry_run=dry_run,
+        batch_size=batch_size,
+        progress=progress,
+    )
+
+
+async def _items_query(table: str) -> str:
+    return render(ITEMS, table=table)
+
+
+async def each_batch(
+    database: Database,
+    source: LangGraphSource,
+    embedder: Embedder,
+    *,
+    target: str,
+    query: Callable[[Snapshot, str], Awaitable[str]],
+    convert: Callable[..., T | Refused | None],
+    write: Callable[[list[T], ImportedItems, bool], Awaitable[None]],
+    dry_run: bool,
+    batch_size: int,
+    progress: Progress | None,
+) -> ImportedItems:
+    """The source's items (the rows of ``query``, given the snapshot and the ``store`` table), a batch at a
+    time: each row ``convert``-ed (None: expired, counted; Refused: listed) and the batch handed to ``write``
+    (with whether the target held the schema already), then ``target`` analyzed."""
     check_batch_size(batch_size)
     done = ImportedItems()
     now = datetime.now(timezone.utc)
     table = qualified(source.schema, "store")
     async with Snapshot(source.url, table, what="LangGraph store") as snapshot:
         # Once the source answers, as for mem0: a source that cannot be read leaves the target as it was.
-        migrated = await target_ready(database, embedder, dry_run=dry_run, table="autogen_contents")
+        migrated = await target_ready(database, embedder, dry_run=dry_run, table=target)
         total, seen = await snapshot.count(render(COUNT, table=table)), 0
-        query = render(ITEMS, table=table)
-        async for rows in snapshot.batches(query, batch_size):
-            batch: list[Item] = []
+        async for rows in snapshot.batches(await query(snapshot, table), batch_size):
+            batch: list[T] = []
             for row in rows:
-                converted = item(row, now=now)
+                converted = convert(row, now=now)
                 if converted is None:
                     done.expired += 1
                 elif isinstance(converted, Refused):
                     done.refused.append(converted)
                 else:
                     batch.append(converted)
-            await _write(database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated)
+            await write(batch, done, migrated)
             seen += len(rows)
             if progress is not None:
                 progress(seen, total)
     if not dry_run:
-        await analyze_searched(database, "autogen_contents")
+        await analyze_searched(database, target)
     return done
 
 
