@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,7 +97,11 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
     hybrid ranking (or dense, by the ``search_mode`` setting).
 
     ``database_url`` or ``engine`` names the database (neither: the embedded default server);
-    ``settings`` the rest. ``org_id`` is the organization every item belongs to (``"default"``).
+    ``settings`` the rest. ``org_id`` is the organization every item belongs to (``"default"``);
+    ``org_from_namespace=True`` instead places each item in the organization its namespace's first label
+    names (``("acme", "users", "alice")``: ``acme``), so that one store serves many tenants and row-level
+    security isolates them; every operation then names its organization (a search its prefix's first label,
+    a listing a prefix condition's), and a batch runs as one transaction per organization it names.
     ``index`` is LangGraph's ``IndexConfig`` (``dims``, ``embed``, ``fields``); without ``embed`` the
     store embeds with ``embedder`` or memora_pg's default, and ``index=False`` embeds nothing (a query
     is then ignored, as by a LangGraph store without an index). ``ttl`` is LangGraph's ``TTLConfig``;
@@ -117,6 +122,7 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         ttl: TTLConfig | Mapping[str, Any] | None = None,
         embedder: Embedder | None = None,
         org_id: str | None = None,
+        org_from_namespace: bool = False,
     ) -> None:
         given = [x for x in (database_url, engine, database) if x is not None]
         if len(given) > 1:
@@ -138,6 +144,13 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         self._embedder = self._index.embedder or embedder
         self.index_config = cast(IndexConfig | None, self._index.config if self._indexed else None)
         self.ttl_config = cast(TTLConfig | None, _ttl_config(ttl))
+        if not isinstance(org_from_namespace, bool):
+            raise InvalidInputError("`org_from_namespace` must be True or False.")
+        if org_from_namespace and org_id is not None:
+            raise InvalidInputError("Pass `org_id` or `org_from_namespace=True`, not both.")
+        self._org_from_namespace = org_from_namespace
+        # The organizations this store has written (namespace tenancy): those its TTL sweep visits.
+        self._orgs_written: set[str] = set()
         if org_id is not None:
             if not isinstance(org_id, str) or not org_id:
                 raise InvalidInputError("`org_id` must be a non-empty string.")
@@ -190,8 +203,13 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
     # -- time to live ----------------------------------------------------------------------------
 
     async def sweep_ttl(self) -> int:
-        """Delete every version of the items whose time to live has run out; how many rows that was."""
-        return await self._db.retrying(lambda conn: store_items.sweep(conn, org_id=self._org_id), org_id=self._org_id)
+        """Delete every version of the items whose time to live has run out; how many rows that was. With
+        ``org_from_namespace``, in each organization the store has written since it opened (row-level
+        security shows it no other)."""
+        swept = 0
+        for org_id in sorted(self._orgs_written) if self._org_from_namespace else [self._org_id]:
+            swept += await self._db.retrying(functools.partial(store_items.sweep, org_id=org_id), org_id=org_id)
+        return swept
 
     async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> asyncio.Task[None]:
         """Sweep every ``sweep_interval_minutes`` (the TTL config's, else 5) until the store closes."""
@@ -282,27 +300,55 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         for op in ops:
             _check(op.op if isinstance(op, _Read) else op)
         await self.ensure_ready()
-        puts = _last_of_each_key([op for op in ops if isinstance(op, PutOp)])
-        writes = await self._writes(puts)
-        queries = await self._query_vectors([op.op for op in ops if isinstance(op, _Read)])
+        if not self._org_from_namespace:
+            return await self._run_in(self._org_id, ops, *await self._prepared(ops))
+        # Each organization's operations in a transaction of their own, in the order they first come; all
+        # of them embedded first, so that an embedder's failure leaves every organization as it was.
+        places: dict[str, list[int]] = {}
+        for n, op in enumerate(ops):
+            places.setdefault(_org_of(op.op if isinstance(op, _Read) else op), []).append(n)
+        groups = {org_id: [ops[n] for n in indices] for org_id, indices in places.items()}
+        prepared = {org_id: await self._prepared(group) for org_id, group in groups.items()}
         results: list[Result] = [None] * len(ops)
-        org = {"org_id": self._org_id}
+        for org_id, indices in places.items():
+            done = await self._run_in(org_id, groups[org_id], *prepared[org_id])
+            for n, result in zip(indices, done, strict=True):
+                results[n] = result
+        return results
+
+    async def _prepared(self, ops: Sequence[PutOp | _Read]) -> tuple[list[store_items.Write], dict[str, list[float]]]:
+        """The writes (the last put of each key, embedded) and the searches' query vectors of ``ops``."""
+        writes = await self._writes(_last_of_each_key([op for op in ops if isinstance(op, PutOp)]))
+        return writes, await self._query_vectors([op.op for op in ops if isinstance(op, _Read)])
+
+    async def _run_in(
+        self,
+        org_id: str,
+        ops: Sequence[PutOp | _Read],
+        writes: list[store_items.Write],
+        queries: dict[str, list[float]],
+    ) -> list[Result]:
+        """The operations of one organization: reads first, then one write call, then the TTL refresh."""
+        results: list[Result] = [None] * len(ops)
+        org = {"org_id": org_id}
         if not writes and _read_statements(ops) <= 1:
             # One read (a get, a search): its statement alone, in autocommit, as any face's single read.
-            refreshed = await self._reads(self._db, ops, queries, results)
+            refreshed = await self._reads(self._db, org_id, ops, queries, results)
             if refreshed:
-                await self._db.execute_one(store_items.refresh(**org, keys=refreshed), org_id=self._org_id)
+                await self._db.execute_one(store_items.refresh(**org, keys=refreshed), org_id=org_id)
             return results
 
         async def work(conn: Connection) -> None:
-            refreshed = await self._reads(_OnConnection(self._db, conn), ops, queries, results)
+            refreshed = await self._reads(_OnConnection(self._db, conn), org_id, ops, queries, results)
             if writes:
-                await conn.run(store_items.put(**org, org_name=self._org_id, writes=writes))
+                await conn.run(store_items.put(**org, org_name=org_id, writes=writes))
             if refreshed:
                 await conn.run(store_items.refresh(**org, keys=refreshed))
 
         read_only = not writes and not any(_refreshes(op) for op in ops if isinstance(op, _Read))
-        await self._db.retrying(work, read_only=read_only, org_id=self._org_id)
+        await self._db.retrying(work, read_only=read_only, org_id=org_id)
+        if writes:
+            self._orgs_written.add(org_id)
         return results
 
     async def _writes(self, puts: Sequence[PutOp]) -> list[store_items.Write]:
@@ -340,6 +386,7 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
     async def _reads(
         self,
         runner: search.Runner,
+        org_id: str,
         ops: Sequence[PutOp | _Read],
         queries: Mapping[str, list[float]],
         results: list[Result],
@@ -348,8 +395,8 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         refreshed: list[tuple[str, str]] = []
         for as_of, asked in _gets(ops).items():
             keys = [(store_items.joined(get.namespace), get.key) for _, get in asked]
-            statement = store_items.get(org_id=self._org_id, keys=keys, as_of=as_of)
-            found = store_items.got(await runner.execute_one(statement, read_only=True, org_id=self._org_id))
+            statement = store_items.get(org_id=org_id, keys=keys, as_of=as_of)
+            found = store_items.got(await runner.execute_one(statement, read_only=True, org_id=org_id))
             for place, (n, get) in enumerate(asked):
                 row = found.get(place)
                 results[n] = None if row is None else _item(row)
@@ -359,38 +406,41 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
             if not isinstance(op, _Read):
                 continue
             if isinstance(op.op, SearchOp):
-                rows = await self._search(runner, op.op, op.as_of, queries)
+                rows = await self._search(runner, org_id, op.op, op.as_of, queries)
                 results[n] = [_search_item(row, score) for row, score in rows]
                 if op.op.refresh_ttl:
                     timed = [row for row, _ in rows if row["ttl_ms"] is not None]
                     refreshed += [(store_items.joined(row["namespace"]), row["key"]) for row in timed]
             elif isinstance(op.op, ListNamespacesOp):
-                results[n] = await self._namespaces(runner, op.op)
+                results[n] = await self._namespaces(runner, org_id, op.op)
         return refreshed
 
     async def _search(
-        self, runner: search.Runner, op: SearchOp, as_of: datetime | None, queries: Mapping[str, list[float]]
+        self,
+        runner: search.Runner,
+        org_id: str,
+        op: SearchOp,
+        as_of: datetime | None,
+        queries: Mapping[str, list[float]],
     ) -> list[tuple[dict[str, Any], float | None]]:
         limit, offset = _check_page(op.limit, op.offset)
         vector = queries.get(op.query or "")
         if vector is None or limit == 0:
             statement = store_items.listing(
-                org_id=self._org_id,
+                org_id=org_id,
                 prefix=op.namespace_prefix,
                 filter=store_items.filter_condition(op.filter),
                 as_of=as_of,
                 limit=limit,
                 offset=offset,
             )
-            rows = await runner.execute_one(statement, read_only=True, org_id=self._org_id)
+            rows = await runner.execute_one(statement, read_only=True, org_id=org_id)
             return [(store_items.decoded(row), None) for row in rows]
-        where = search.store_where(
-            self._org_id, op.namespace_prefix, filter=store_items.filtered(op.filter), as_of=as_of
-        )
+        where = search.store_where(org_id, op.namespace_prefix, filter=store_items.filtered(op.filter), as_of=as_of)
         (hits,) = await search.find(
             runner,
             search.STORE_ITEMS,
-            org_id=self._org_id,
+            org_id=org_id,
             where=where,
             vectors=[vector],
             texts=[cast(str, op.query)],
@@ -401,7 +451,7 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
         )
         return [(store_items.decoded(row), score) for row, score in hits[offset:]]
 
-    async def _namespaces(self, runner: search.Runner, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    async def _namespaces(self, runner: search.Runner, org_id: str, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         limit, offset = _check_page(op.limit, op.offset)
         if op.max_depth is not None and (isinstance(op.max_depth, bool) or not isinstance(op.max_depth, int)):
             raise InvalidInputError(f"`max_depth` must be None or an integer, not {op.max_depth!r}.")
@@ -411,9 +461,9 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
             if condition.path
         ]
         statement = store_items.namespaces(
-            org_id=self._org_id, patterns=patterns, max_depth=op.max_depth, limit=limit, offset=offset
+            org_id=org_id, patterns=patterns, max_depth=op.max_depth, limit=limit, offset=offset
         )
-        return store_items.listed_namespaces(await runner.execute_one(statement, read_only=True, org_id=self._org_id))
+        return store_items.listed_namespaces(await runner.execute_one(statement, read_only=True, org_id=org_id))
 
 
 class _OnConnection:
@@ -498,6 +548,25 @@ def _check(op: Op) -> None:
                 raise InvalidInputError(f"`query` must be a string, not {type(op.query).__name__}.")
             no_nul(op.query, "`query`")
         store_items.filter_condition(op.filter)
+
+
+def _org_of(op: Op) -> str:
+    """The organization an operation names under namespace tenancy: its namespace's first label."""
+    if isinstance(op, GetOp | PutOp):
+        return op.namespace[0]
+    if isinstance(op, SearchOp):
+        if not op.namespace_prefix:
+            raise InvalidInputError(
+                "With org_from_namespace, a search names its organization: the first label of its namespace prefix."
+            )
+        return op.namespace_prefix[0]
+    assert isinstance(op, ListNamespacesOp)
+    for condition in op.match_conditions or ():
+        if condition.match_type == "prefix" and condition.path and condition.path[0] != "*":
+            return condition.path[0]
+    raise InvalidInputError(
+        "With org_from_namespace, a namespace listing names its organization: a prefix whose first label it is."
+    )
 
 
 def _gets(ops: Sequence[PutOp | _Read]) -> dict[datetime | None, list[tuple[int, GetOp]]]:

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from langgraph.store.base import PutOp
 from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -134,6 +135,21 @@ async def test_rls_langgraph_store(app_settings: Settings, owned: list[World]) -
             assert [item.value["text"] for item in found] == [f"prefers green tea {w.org_id}"]
         finally:
             await store.close()
+
+
+async def test_rls_langgraph_store_with_an_organization_per_namespace(
+    app_settings: Settings, owned: list[World]
+) -> None:
+    """One MemoraStore for every organization (org_from_namespace): a batch across them writes each on its
+    worker, and each organization reads its own items only."""
+    store = AsyncMemoraStore(settings=app_settings, embedder=HashEmbedder(384), org_from_namespace=True)
+    try:
+        await store.abatch([PutOp((w.org_id, "notes"), "tea", {"text": f"prefers tea {w.org_id}"}) for w in owned])
+        for w in owned:
+            found = await store.asearch((w.org_id,), query="tea")
+            assert [item.value["text"] for item in found] == [f"prefers tea {w.org_id}"]
+    finally:
+        await store.close()
 
 
 async def test_rls_isolation_with_set_local(app_url: str, owned: list[World]) -> None:

@@ -280,6 +280,50 @@ async def test_two_organizations_are_isolated_under_row_level_security(rls_datab
     await a.close()
 
 
+async def test_a_namespace_first_label_is_its_organization(rls_database: tuple[str, str]) -> None:
+    owner_url, app_url = rls_database
+    settings = Settings(database_url=app_url, db_schema="memora", row_level_security=True)
+    tenants = AsyncMemoraStore(settings=settings, embedder=HashEmbedder(384), org_from_namespace=True)
+    acme_only = AsyncMemoraStore(database=tenants.database, embedder=HashEmbedder(384), org_id="acme")
+    # one batch, two organizations: one transaction each
+    await tenants.abatch(
+        [
+            PutOp(("acme", "users", "u"), "plan", {"text": "acme's launch plan"}),
+            PutOp(("globex", "users", "u"), "plan", {"text": "globex's launch plan"}),
+            PutOp(("acme", "users", "v"), "note", {"text": "a note"}, ttl=0.001),
+        ]
+    )
+    acme = await tenants.aget(("acme", "users", "u"), "plan")
+    assert acme is not None
+    assert acme.value == {"text": "acme's launch plan"}
+    assert acme.namespace == ("acme", "users", "u")
+    assert [item.value["text"] for item in await tenants.asearch(("globex",), query="launch plan")] == [
+        "globex's launch plan"
+    ]
+    # a store of one organization sees that organization's items, and only them
+    assert {item.key for item in await acme_only.asearch(("acme",))} == {"plan", "note"}
+    assert await acme_only.aget(("globex", "users", "u"), "plan") is None
+    assert await tenants.alist_namespaces(prefix=("globex",)) == [("globex", "users", "u")]
+    # an operation that names no organization is refused before anything runs
+    with pytest.raises(InvalidInputError, match="organization"):
+        await tenants.asearch((), query="launch plan")
+    with pytest.raises(InvalidInputError, match="organization"):
+        await tenants.alist_namespaces()
+    with pytest.raises(InvalidInputError, match="organization"):
+        await tenants.abatch([PutOp(("acme", "x"), "k", {"v": 1}), SearchOp((), query="x")])
+    assert await tenants.aget(("acme", "x"), "k") is None
+    # the sweep visits each organization the store wrote
+    await asyncio.sleep(0.1)
+    assert await tenants.sweep_ttl() == 1
+    with pytest.raises(InvalidInputError):
+        AsyncMemoraStore(settings=settings, org_id="acme", org_from_namespace=True)
+    await acme_only.close()
+    await tenants.close()
+    # as the owner sees them: each item in its organization, under its whole namespace
+    rows = await _rows(owner_url, "SELECT org_id, namespace, key FROM {schema}.store_items ORDER BY 1, 2")
+    assert rows == [("acme", "acme.users.u", "plan"), ("globex", "globex.users.u", "plan")]
+
+
 def test_the_sync_store_from_a_connection_string(database_url: str) -> None:
     settings = Settings(db_schema=TEST_SCHEMA)
     with MemoraStore.from_conn_string(database_url, settings=settings, embedder=HashEmbedder(384)) as store:
