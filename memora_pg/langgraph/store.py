@@ -299,14 +299,16 @@ class AsyncMemoraStore(EmbeddingFace, BaseStore):
             raise InvalidInputError(f"A batch is limited to {MAX_OPS:,} operations, not {len(ops):,}.")
         for op in ops:
             _check(op.op if isinstance(op, _Read) else op)
+        # Each organization's operations (namespace tenancy), known before anything runs.
+        places: dict[str, list[int]] = {}
+        if self._org_from_namespace:
+            for n, op in enumerate(ops):
+                places.setdefault(_org_of(op.op if isinstance(op, _Read) else op), []).append(n)
         await self.ensure_ready()
         if not self._org_from_namespace:
             return await self._run_in(self._org_id, ops, *await self._prepared(ops))
-        # Each organization's operations in a transaction of their own, in the order they first come; all
-        # of them embedded first, so that an embedder's failure leaves every organization as it was.
-        places: dict[str, list[int]] = {}
-        for n, op in enumerate(ops):
-            places.setdefault(_org_of(op.op if isinstance(op, _Read) else op), []).append(n)
+        # In a transaction of their own, in the order they first come; all of them embedded first, so that an
+        # embedder's failure leaves every organization as it was.
         groups = {org_id: [ops[n] for n in indices] for org_id, indices in places.items()}
         prepared = {org_id: await self._prepared(group) for org_id, group in groups.items()}
         results: list[Result] = [None] * len(ops)
