@@ -135,25 +135,21 @@ async def import_langgraph(
     progress: Progress | None = None,
 ) -> ImportedItems:
     """Bring ``source``'s items into the AutoGen face's entries of ``source.org_id``."""
-
-    async def write(batch: list[Item], done: ImportedItems, migrated: bool) -> None:
-        await _write(database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated)
-
     return await each_batch(
         database,
         source,
         embedder,
         target="autogen_contents",
-        query=lambda _snapshot, table: _items_query(table),
+        query=_items_query,
         convert=item,
-        write=write,
+        write=_write,
         dry_run=dry_run,
         batch_size=batch_size,
         progress=progress,
     )
 
 
-async def _items_query(table: str) -> str:
+async def _items_query(_snapshot: Snapshot, table: str) -> str:
     return render(ITEMS, table=table)
 
 
@@ -165,14 +161,14 @@ async def each_batch(
     target: str,
     query: Callable[[Snapshot, str], Awaitable[str]],
     convert: Callable[..., T | Refused | None],
-    write: Callable[[list[T], ImportedItems, bool], Awaitable[None]],
+    write: Callable[..., Awaitable[None]],
     dry_run: bool,
     batch_size: int,
     progress: Progress | None,
 ) -> ImportedItems:
     """The source's items (the rows of ``query``, given the snapshot and the ``store`` table), a batch at a
     time: each row ``convert``-ed (None: expired, counted; Refused: listed) and the batch handed to ``write``
-    (with whether the target held the schema already), then ``target`` analyzed."""
+    (with the counts, and whether the target held the schema already), then ``target`` analyzed."""
     check_batch_size(batch_size)
     done = ImportedItems()
     now = datetime.now(timezone.utc)
@@ -191,7 +187,7 @@ async def each_batch(
                     done.refused.append(converted)
                 else:
                     batch.append(converted)
-            await write(batch, done, migrated)
+            await write(database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated)
             seen += len(rows)
             if progress is not None:
                 progress(seen, total)

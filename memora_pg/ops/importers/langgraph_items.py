@@ -21,6 +21,7 @@ the store's default unless given (``--org-id``), the one a ``MemoraStore(org_id=
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -95,15 +96,21 @@ def source_item(row: Any, *, now: datetime) -> SourceItem | Refused | None:
     )
 
 
-def _text_of(value: dict[str, Any], fields: Sequence[str]) -> str | None:
-    """The text ``MemoraStore`` embeds of the value at these fields (its index's rule)."""
+@functools.cache
+def _store_index() -> Any:
+    """``MemoraStore``'s index rule (memora_pg.langgraph.index), which needs LangGraph's store base."""
     try:
         from memora_pg.langgraph.index import index
     except ImportError as error:  # pragma: no cover - the extra is part of the dev install
         raise ConfigurationError(
             "importing LangGraph items needs LangGraph's store base: pip install 'memora-pg[langgraph]'"
         ) from error
-    return index(None).text(value, list(fields)) if fields else None
+    return index(None)
+
+
+def _text_of(value: dict[str, Any], fields: Sequence[str]) -> str | None:
+    """The text ``MemoraStore`` embeds of the value at these fields."""
+    return _store_index().text(value, list(fields)) if fields else None
 
 
 async def import_langgraph_items(
@@ -122,9 +129,6 @@ async def import_langgraph_items(
         has_vectors = await snapshot.conn.fetchval("SELECT to_regclass($1) IS NOT NULL", vectors)
         return render(ITEMS, table=table, fields=render(FIELDS, vectors=vectors) if has_vectors else "NULL::text[]")
 
-    async def write(batch: list[SourceItem], done: ImportedItems, migrated: bool) -> None:
-        await _write(database, source, embedder, batch, done, dry_run=dry_run, migrated=migrated)
-
     return await each_batch(
         database,
         source,
@@ -132,7 +136,7 @@ async def import_langgraph_items(
         target="store_items",
         query=query,
         convert=source_item,
-        write=write,
+        write=_write,
         dry_run=dry_run,
         batch_size=batch_size,
         progress=progress,
